@@ -1,0 +1,225 @@
+"""The ``bti`` command line. ``main(argv)`` is the one exit point: user errors exit 2 with one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness import __version__
+from harness.errors import UserError
+
+DEFAULT_RECIPES = ("portable", "xnnpack")
+
+
+def _filter_options(fn: Any) -> Any:
+    opts = [
+        click.option("-s", "--suite", "suites", multiple=True, help="Suite name (ops, models, smoke…) or a suite .yaml; repeatable. Default: ops + models."),
+        click.option("-r", "--recipe", "recipes", multiple=True, help="Recipe name or .yaml path; repeatable. Default: portable + xnnpack."),
+        click.option("-k", "--filter", "patterns", multiple=True, help="Glob on case id, case[axes] or item id; repeatable (any)."),
+        click.option("--exclude", multiple=True, help="Glob of items to leave out; repeatable."),
+        click.option("--op", "ops", multiple=True, help="Operator: add, aten::add or aten::add.Tensor; repeatable."),
+        click.option("--tag", "tags", multiple=True, help="Case tag; repeatable (any)."),
+        click.option("--dtype", "dtypes", multiple=True, help="Only this dtype axis value; repeatable."),
+        click.option("--shape", "shapes", multiple=True, type=click.Choice(["static", "dynamic"]), help="Only this shape axis value."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _filters(kw: dict[str, Any]) -> Any:
+    from harness.runner.matrix import Filters
+
+    return Filters(patterns=tuple(kw["patterns"]), ops=tuple(kw["ops"]), tags=tuple(kw["tags"]),
+                   dtypes=tuple(kw["dtypes"]), shapes=tuple(kw["shapes"]), exclude=tuple(kw["exclude"]))
+
+
+def _suites(kw: dict[str, Any]) -> list[str]:
+    from harness.suites import DEFAULT_SUITES
+
+    return list(kw["suites"]) or list(DEFAULT_SUITES)
+
+
+def _recipes(kw: dict[str, Any]) -> list[str]:
+    return list(kw["recipes"]) or list(DEFAULT_RECIPES)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="bti")
+def cli() -> None:
+    """bti — export, quantize, lower, run and compare PyTorch models and operators on ExecuTorch backends."""
+
+
+@cli.command()
+@_filter_options
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True, help="Where results.jsonl and the reports go.")
+@click.option("--jsonl", type=click.Path(path_type=Path), help="Results file (default: OUT_DIR/results.jsonl).")
+@click.option("-j", "--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="CPU count", help="Worker processes.")
+@click.option("--timeout", type=click.FloatRange(0.1), default=600.0, show_default=True, help="Seconds per item before TIMEOUT.")
+@click.option("--resume", is_flag=True, help="Continue a killed run: keep recorded items, run the rest.")
+@click.option("--reuse/--no-reuse", default=None, help="Reuse cached results of unchanged items. Default: on, off when $CI is set.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Result cache (default: $BTI_CACHE_DIR or .bti-cache).")
+@click.option("--shard", help="Run shard i/n of the matrix (for a CI matrix); join with `bti merge`.")
+@click.option("--durations", type=click.Path(exists=True, path_type=Path), help="A previous results.jsonl to balance shards by duration.")
+@click.option("--no-speedups", is_flag=True, help="Disable the guarded export memoization (see harness/speedups.py).")
+@click.option("--threads", type=click.IntRange(1), default=1, show_default=True, help="torch threads per worker.")
+@click.option("--max-items-per-worker", type=click.IntRange(1), default=400, show_default=True, help="Recycle a worker after this many items.")
+@click.option("--max-worker-growth-mb", type=float, default=1024.0, show_default=True, help="Recycle a worker after this RSS growth.")
+@click.option("--no-report", is_flag=True, help="Only write the JSONL.")
+@click.option("--upstream-repo", help="Upstream owner/name being tested (recorded in the header).")
+@click.option("--upstream-sha", help="Upstream commit (40 hex).")
+@click.option("--upstream-pr", type=int, help="Upstream pull request number.")
+def run(**kw: Any) -> None:
+    """Run suites × recipes; write results.jsonl, then the reports. Exit 1 on any unexpected failure."""
+    from harness.runner.cache import default_dir
+    from harness.runner.run import RunOptions, execute
+
+    out_dir: Path = kw["out_dir"]
+    jsonl: Path = kw["jsonl"] or out_dir / "results.jsonl"
+    reuse = kw["reuse"] if kw["reuse"] is not None else not os.environ.get("CI")
+    upstream = {k: kw[f"upstream_{k}"] for k in ("repo", "sha", "pr") if kw[f"upstream_{k}"] is not None}
+    opts = RunOptions(
+        suites=_suites(kw), recipes=_recipes(kw), out=jsonl, filters=_filters(kw), jobs=kw["jobs"],
+        timeout=kw["timeout"], resume=kw["resume"], cache_dir=(kw["cache_dir"] or default_dir()) if reuse else None,
+        shard=kw["shard"], durations=kw["durations"], upstream=upstream, speedups=not kw["no_speedups"],
+        threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
+        argv=sys.argv[1:],
+    )
+    bar = _progress()
+    try:
+        result = execute(opts, progress=bar.update if bar else None)
+    finally:
+        if bar:
+            bar.close()
+    if not kw["no_report"]:
+        # Reports come from the JSONL alone, in a fresh process that never imports torch.
+        subprocess.run([sys.executable, "-m", "harness", "report", str(jsonl), "--out-dir", str(out_dir), "--quiet"], check=True)
+    code = _verdict(jsonl, result.executed, result.reused)
+    raise SystemExit(code)
+
+
+class _Bar:
+    def __init__(self) -> None:
+        self.bar = click.progressbar(length=0, label="bti", file=sys.stderr, show_pos=True)
+        self.bar.__enter__()
+
+    def update(self, rec: Any) -> None:
+        self.bar.length = max(self.bar.length or 0, self.bar.pos + 1)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.__exit__(None, None, None)
+
+
+def _progress() -> _Bar | None:
+    return _Bar() if sys.stderr.isatty() else None
+
+
+def _verdict(jsonl: Path, executed: int, reused: int) -> int:
+    from collections import Counter
+
+    from harness.results import latest_by_id, read_results, status_of
+
+    _, records = read_results(jsonl)
+    latest = list(latest_by_id(records).values())
+    counts = Counter(status_of(r) for r in latest)
+    fails = sum(n for s, n in counts.items() if s.is_failure)
+    summary = ", ".join(f"{n} {s.value}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].value))
+    click.echo(f"bti: {len(latest)} items ({executed} executed, {reused} reused): {summary} -> {jsonl}", err=True)
+    return 1 if fails else 0
+
+
+@cli.command("list")
+@_filter_options
+@click.option("--recipes", "list_recipes", is_flag=True, help="List recipes with availability instead of items.")
+def list_cmd(list_recipes: bool, **kw: Any) -> None:
+    """Print the expanded item ids (op.<op>.<variant>[dtype,shape]@<recipe>), one per line."""
+    if list_recipes:
+        _print_recipes(kw["recipes"])
+        return
+    from harness.runner.run import plan
+
+    _, items = plan(_suites(kw), _recipes(kw), _filters(kw))
+    for item in items:
+        click.echo(item.id)
+
+
+def _print_recipes(names: tuple[str, ...]) -> None:
+    from harness.backends import unavailable_reason
+    from harness.recipes import available_recipe_files, load_recipe
+
+    for name in names or sorted(available_recipe_files()):
+        recipe = load_recipe(name)
+        reason = unavailable_reason(recipe)
+        state = "available" if reason is None else f"UNAVAILABLE: {reason}"
+        click.echo(f"{recipe.name}\t{state}\t{recipe.description}")
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(files: tuple[Path, ...]) -> None:
+    """Load and expand suite files (or recipe files) without running anything."""
+    from harness.recipes import parse_recipe
+    from harness.spec.suite import load_suite
+    from harness.spec.yamlload import load_yaml
+
+    for path in files:
+        doc = load_yaml(path)
+        if isinstance(doc, dict) and "backend" in doc:
+            recipe = parse_recipe(path)
+            click.echo(f"{path}: recipe {recipe.name} ok (hash {recipe.hash})")
+            continue
+        cases = load_suite(path)
+        variants = sum(len(c.dtypes) * len(c.shapes) for c in cases)
+        ops = {c.op for c in cases}
+        click.echo(f"{path}: ok, {len(cases)} cases, {len(ops)} ops, {variants} case×axes variants")
+
+
+@cli.command()
+@click.argument("jsonl", type=click.Path(path_type=Path))
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
+@click.option("--format", "formats", default="junit,md,csv,html,badge", show_default=True, help="Comma-separated: junit, md, csv, html, badge.")
+@click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
+@click.option("--quiet", is_flag=True)
+def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, quiet: bool) -> None:
+    """Write JUnit XML, Markdown, CSV (and HTML, badge) from a results JSONL. Never imports torch."""
+    from harness.report import write_reports
+
+    wanted = tuple(f.strip() for f in formats.split(",") if f.strip())
+    bad = set(wanted) - {"junit", "md", "csv", "html", "badge"}
+    if bad:
+        raise UserError(f"unknown report format(s): {', '.join(sorted(bad))}")
+    paths = write_reports(jsonl, out_dir, wanted)
+    if step_summary and "md" in paths:
+        with step_summary.open("a", encoding="utf-8") as fh:
+            fh.write(paths["md"].read_text(encoding="utf-8"))
+    if not quiet:
+        for kind, path in paths.items():
+            click.echo(f"{kind}\t{path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from harness.quiet import quiet
+
+    quiet()
+    try:
+        cli.main(args=argv, prog_name="bti", standalone_mode=False)
+    except UserError as exc:
+        click.echo(f"bti: error: {exc.one_line()}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("bti: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,117 @@
+"""Output comparison with numpy (torch-free: callers pass numpy arrays).
+
+Per output: max_abs, max_rel, mae, mse, sqnr_db, cosine. NaN in the reference matched by NaN in
+the output is a match (and excluded from the statistics); Inf must match Inf of the same sign.
+Shape and dtype mismatches never raise: they come back as a path-shaped message.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+_REL_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    message: str  # path-shaped, e.g. "output[1]: max_abs 0.3 > atol 1e-4 at [0, 2]"
+    stats: list[dict[str, Any]]
+
+
+def output_stats(out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
+    o = out.astype(np.float64, copy=False).ravel()
+    r = ref.astype(np.float64, copy=False).ravel()
+    both_nan = np.isnan(o) & np.isnan(r)
+    same_inf = np.isinf(r) & (o == r)
+    keep = ~(both_nan | same_inf)
+    o, r = o[keep], r[keep]
+    if o.size == 0:
+        return {"max_abs": 0.0, "max_rel": 0.0, "mae": 0.0, "mse": 0.0, "sqnr_db": math.inf, "cosine": 1.0}
+    with np.errstate(all="ignore"):
+        diff = np.abs(o - r)
+        rel = diff / np.maximum(np.abs(r), _REL_EPS)
+        signal = float(np.sum(r * r))
+        noise = float(np.sum((o - r) ** 2))
+        if not np.all(np.isfinite(diff)):
+            sqnr = -math.inf
+        elif noise == 0.0:
+            sqnr = math.inf
+        elif signal == 0.0:
+            sqnr = -math.inf
+        else:
+            sqnr = 10.0 * math.log10(signal / noise)
+        no, nr = float(np.linalg.norm(o)), float(np.linalg.norm(r))
+        if no == 0.0 and nr == 0.0:
+            cos = 1.0
+        elif no == 0.0 or nr == 0.0 or not (math.isfinite(no) and math.isfinite(nr)):
+            cos = 0.0
+        else:
+            cos = float(np.dot(o, r) / (no * nr))
+    return {
+        "max_abs": _f(np.max(diff)),
+        "max_rel": _f(np.max(rel)),
+        "mae": _f(np.mean(diff)),
+        "mse": _f(np.mean(diff * diff)),
+        "sqnr_db": sqnr,
+        "cosine": cos,
+    }
+
+
+def _f(x: Any) -> float:
+    v = float(x)
+    return v if not math.isnan(v) else math.inf
+
+
+def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, float], dtypes: list[tuple[str, str]] | None = None) -> Verdict:
+    """Compare each output against its reference under ``tol`` (atol, rtol, sqnr_db; each optional).
+
+    ``dtypes`` optionally gives (output dtype, reference dtype) names per output, checked for equality.
+    """
+    if len(outputs) != len(refs):
+        return Verdict(False, f"outputs: count {len(outputs)} != reference count {len(refs)}", [])
+    stats: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
+        path = f"output[{i}]"
+        entry: dict[str, Any] = {"name": path, "shape": list(ref.shape), "dtype": str(ref.dtype)}
+        if dtypes and dtypes[i][0] != dtypes[i][1]:
+            problems.append(f"{path}: dtype {dtypes[i][0]} != reference {dtypes[i][1]}")
+        if out.shape != ref.shape:
+            problems.append(f"{path}: shape {list(out.shape)} != reference {list(ref.shape)}")
+            stats.append(entry)
+            continue
+        entry.update(output_stats(out, ref))
+        stats.append(entry)
+        problem = _check(path, out, ref, entry, tol)
+        if problem:
+            problems.append(problem)
+    return Verdict(not problems, "; ".join(problems), stats)
+
+
+def _check(path: str, out: np.ndarray, ref: np.ndarray, s: dict[str, Any], tol: dict[str, float]) -> str | None:
+    o = out.astype(np.float64, copy=False)
+    r = ref.astype(np.float64, copy=False)
+    nan_bad = np.isnan(o) != np.isnan(r)
+    if nan_bad.any():
+        idx = [int(v) for v in np.unravel_index(int(np.argmax(nan_bad)), out.shape)] if out.ndim else []
+        return f"{path}: NaN where the reference has none (or the reverse) at {idx}"
+    atol, rtol = tol.get("atol"), tol.get("rtol")
+    if atol is not None or rtol is not None:
+        a, rt = float(atol or 0.0), float(rtol or 0.0)
+        with np.errstate(all="ignore"):
+            close = np.isclose(o, r, rtol=rt, atol=a, equal_nan=True)
+        if not close.all():
+            flat = int(np.argmax(~close))
+            idx = [int(v) for v in np.unravel_index(flat, out.shape)] if out.ndim else []
+            bad = int((~close).sum())
+            return (f"{path}: max_abs {s['max_abs']:.4g} exceeds atol {a:g} + rtol {rt:g}*|ref| "
+                    f"({bad}/{close.size} elements; first at {idx}: {o.ravel()[flat]:.6g} vs {r.ravel()[flat]:.6g})")
+    floor = tol.get("sqnr_db")
+    if floor is not None and s["sqnr_db"] < float(floor):
+        return f"{path}: SQNR {s['sqnr_db']:.2f} dB < floor {float(floor):g} dB (max_abs {s['max_abs']:.4g})"
+    return None

@@ -1,0 +1,92 @@
+"""Markdown summary for ``$GITHUB_STEP_SUMMARY`` (kept under 1 MiB)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from harness.report.summary import blocking_ops, by_recipe, failures, fmt_num, worst_sqnr
+from harness.results import Record, status_of
+from harness.status import Status
+
+LIMIT_BYTES = 1024 * 1024
+_FAIL_ORDER = [s for s in Status if s.is_failure]
+
+
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+def header_lines(header: dict[str, Any]) -> list[str]:
+    v = header.get("versions") or {}
+    bits = [f"torch {v.get('torch', '?')}", f"executorch {v.get('executorch', '?')}", f"bti {v.get('bti', '?')}"]
+    up = header.get("upstream") or {}
+    if up.get("repo"):
+        ref = f"{up['repo']}@{str(up.get('sha', ''))[:12]}" + (f" PR #{up['pr']}" if up.get("pr") else "")
+        bits.append(f"upstream {ref}")
+    if header.get("shard"):
+        bits.append(f"shard {header['shard']}")
+    return [f"<sub>run `{header.get('run_id', '?')}` · {' · '.join(bits)}</sub>", ""]
+
+
+def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
+    lines = ["| recipe | pass | fail | xfail | skip | unavailable | pass rate |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, s in by_recipe(header, records).items():
+        rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
+        lines.append(f"| `{name}` | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {s.counts[Status.SKIP]} | "
+                     f"{s.counts[Status.UNAVAILABLE]} | {rate} |")
+    unavailable = [(n, s.unavailable) for n, s in by_recipe(header, records).items() if s.unavailable]
+    for name, why in unavailable:
+        lines.append(f"\n> `{name}` is unavailable here: {_esc(why or '')}")
+    return lines
+
+
+def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYTES) -> str:
+    total = len(records)
+    fails = failures(records)
+    verdict = "✅ all items passed or were expected" if not fails else f"❌ {len(fails)} unexpected failure(s)"
+    out = [f"# bti results: {verdict}", "", *header_lines(header), f"{total} items.", "", "## Pass rate per recipe", "",
+           *recipe_table(header, records), ""]
+    counts: dict[Status, Counter[str]] = {}
+    for rec in fails:
+        counts.setdefault(status_of(rec), Counter())[rec["recipe"]] += 1
+    if counts:
+        recipes = sorted({r["recipe"] for r in fails})
+        out += ["## Failures by status", "", "| status | meaning | " + " | ".join(f"`{r}`" for r in recipes) + " |",
+                "|---|---|" + "---:|" * len(recipes)]
+        for st in _FAIL_ORDER:
+            if st in counts:
+                out.append(f"| {st.value} | {st.label} | " + " | ".join(str(counts[st][r]) for r in recipes) + " |")
+        out.append("")
+    blockers = blocking_ops(records)[:25]
+    if blockers:
+        out += ["## Undelegated ops (ranked by items they block)", "", "| op | items | recipes |", "|---|---:|---|"]
+        out += [f"| `{op}` | {n} | {', '.join(rs)} |" for op, n, rs in blockers]
+        out.append("")
+    worst = worst_sqnr([r for r in records if status_of(r) not in (Status.SKIP, Status.UNAVAILABLE)])
+    if worst:
+        out += ["## Worst numerics (lowest SQNR)", "", "| item | status | SQNR dB | max_abs | cosine |", "|---|---|---:|---:|---:|"]
+        for sq, rec in worst:
+            o = min(rec.get("outputs") or [{}], key=lambda x: float(x.get("sqnr_db", "inf")))
+            out.append(f"| `{_esc(rec['id'])}` | {rec['status']} | {fmt_num(sq)} | {fmt_num(o.get('max_abs'))} | {fmt_num(o.get('cosine'), 6)} |")
+        out.append("")
+    text = "\n".join(out) + "\n"
+    if fails:
+        text += _failure_list(fails, limit - len(text.encode()) - 200)
+    return text
+
+
+def _failure_list(fails: list[Record], budget: int) -> str:
+    lines = ["## Unexpected failures", "", "| item | status | first error line |", "|---|---|---|"]
+    used = sum(len(line) + 1 for line in lines)
+    shown = 0
+    for rec in fails:
+        line = f"| `{_esc(rec['id'])}` | {rec['status']} | {_esc((rec.get('detail') or '')[:300])} |"
+        if used + len(line.encode()) + 1 > budget:
+            break
+        lines.append(line)
+        used += len(line.encode()) + 1
+        shown += 1
+    if shown < len(fails):
+        lines.append(f"\n_…and {len(fails) - shown} more; see the JUnit/CSV reports for all of them._")
+    return "\n".join(lines) + "\n"

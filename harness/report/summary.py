@@ -1,0 +1,90 @@
+"""Aggregations shared by every renderer (one place, so Markdown, JUnit, HTML and the PR comment agree)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.results import Record, as_float, status_of
+from harness.status import Status
+
+
+@dataclass
+class RecipeSummary:
+    name: str
+    counts: Counter[Status] = field(default_factory=Counter)
+    unavailable: str | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def passed(self) -> int:
+        return sum(n for s, n in self.counts.items() if s.is_pass)
+
+    @property
+    def failed(self) -> int:
+        return sum(n for s, n in self.counts.items() if s.is_failure)
+
+    @property
+    def ran(self) -> int:
+        """Items that were attempted (excludes SKIP and UNAVAILABLE)."""
+        return sum(n for s, n in self.counts.items() if s not in (Status.SKIP, Status.UNAVAILABLE))
+
+    @property
+    def pass_rate(self) -> float:
+        return 100.0 * self.passed / self.ran if self.ran else 0.0
+
+
+def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, RecipeSummary]:
+    out: dict[str, RecipeSummary] = {}
+    info = header.get("recipe_info") or {}
+    for name in header.get("recipes") or {}:
+        out[name] = RecipeSummary(name, unavailable=(info.get(name) or {}).get("unavailable"))
+    for rec in records:
+        out.setdefault(rec["recipe"], RecipeSummary(rec["recipe"])).counts[status_of(rec)] += 1
+    return out
+
+
+def failures(records: list[Record]) -> list[Record]:
+    return [r for r in records if status_of(r).is_failure]
+
+
+def blocking_ops(records: list[Record]) -> list[tuple[str, int, list[str]]]:
+    """Undelegated ops ranked by how many partitioned items they appear in: (op, items, recipes)."""
+    items: Counter[str] = Counter()
+    recipes: dict[str, set[str]] = defaultdict(set)
+    for rec in records:
+        part = rec.get("partition") or {}
+        if not part.get("partitioned"):
+            continue
+        for op in part.get("undelegated_ops") or {}:
+            items[op] += 1
+            recipes[op].add(rec["recipe"])
+    return [(op, n, sorted(recipes[op])) for op, n in sorted(items.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def worst_sqnr(records: list[Record], limit: int = 10) -> list[tuple[float, Record]]:
+    """Items with the lowest SQNR over their outputs (exact matches, SQNR = ∞, are left out)."""
+    scored = []
+    for rec in records:
+        vals = [as_float(o.get("sqnr_db")) for o in rec.get("outputs") or [] if o.get("sqnr_db") is not None]
+        vals = [v for v in vals if v is not None and not (math.isinf(v) and v > 0)]
+        if vals:
+            scored.append((min(vals), rec))
+    scored.sort(key=lambda t: (t[0] if not math.isnan(t[0]) else -math.inf, t[1]["id"]))
+    return scored[:limit]
+
+
+def fmt_num(value: Any, digits: int = 3) -> str:
+    v = as_float(value)
+    if v is None:
+        return "—"
+    if math.isinf(v):
+        return "∞" if v > 0 else "-∞"
+    if math.isnan(v):
+        return "NaN"
+    return f"{v:.{digits}g}"

@@ -1,0 +1,211 @@
+"""The JSONL results contract: the one module that reads and writes ``results.jsonl``.
+
+File layout (schema version ``SCHEMA``):
+
+* line 1 — a header object, ``{"kind": "header", ...}`` (see ``Header``);
+* then one ``{"kind": "result", ...}`` object per work item (see ``Record``), appended and
+  flushed as each item completes, in completion order.
+
+Non-finite floats are stored as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` so every line is
+strict JSON (browsers' ``JSON.parse`` rejects ``Infinity``); ``as_float`` reads them back.
+A killed run can leave at most one incomplete last line; ``repair_tail`` drops it on ``--resume``.
+This module never imports torch or executorch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+from harness.errors import ResultsError
+from harness.status import Status
+
+SCHEMA = 1
+
+
+class Header(TypedDict, total=False):
+    kind: str  # "header"
+    schema: int
+    run_id: str
+    created: str  # ISO 8601 UTC
+    versions: dict[str, str]  # torch, executorch, bti, python, os, cpu
+    recipes: dict[str, str]  # recipe name -> content hash
+    suites: list[str]
+    upstream: dict[str, Any]  # repo, sha, pr (when dispatched)
+    shard: str | None  # "i/n"
+    argv: list[str]
+
+
+class OutputStats(TypedDict, total=False):
+    name: str  # "output[0]"
+    shape: list[int]
+    dtype: str
+    max_abs: float | str
+    max_rel: float | str
+    mae: float | str
+    mse: float | str
+    sqnr_db: float | str
+    cosine: float | str
+
+
+class Record(TypedDict, total=False):
+    kind: str  # "result"
+    schema: int
+    id: str  # op.add.bcast_rank4[float16,dynamic]@xnnpack
+    case: str  # op.add.bcast_rank4
+    suite: str
+    op: str | None  # aten::add.Tensor (operator cases)
+    tags: list[str]
+    recipe: str
+    backend: str
+    axes: dict[str, str]  # {"dtype": "float16", "shape": "dynamic"}
+    status: str  # a Status value
+    detail: str  # one line: why
+    error: dict[str, str]  # type, message, trace (tail)
+    stages: dict[str, float]  # seconds per Stage value
+    partition: dict[str, Any]  # delegated_nodes, total_nodes, delegated_ops, undelegated_ops ...
+    pte_bytes: int
+    delegate_blobs: list[dict[str, Any]]  # [{"backend": "XnnpackBackend", "bytes": 896}]
+    outputs: list[OutputStats]
+    accuracy: dict[str, Any]  # model-level metrics (top-1 agreement ...)
+    latency_ms: dict[str, float]  # median, p90, min, repeats
+    load_ms: float
+    peak_rss_mb: float
+    seed: int
+    spec_hash: str  # hash of the case spec (cache key part)
+    attempt: int
+    run_id: str
+    cached: bool
+    worker_pid: int
+    duration_s: float
+
+
+def status_of(record: Record) -> Status:
+    return Status(record["status"])
+
+
+def clean(value: Any) -> Any:
+    """Make ``value`` strict-JSON safe (non-finite floats become strings)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def as_float(value: Any) -> float | None:
+    """Read a float written by ``clean`` (None stays None)."""
+    if value is None:
+        return None
+    return float(value)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(clean(obj), sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+class ResultsWriter:
+    """Appends one line per record, flushed at once, so a kill loses only items in flight."""
+
+    def __init__(self, path: Path, header: Header | None) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("a", encoding="utf-8")
+        if header is not None:
+            self._write(header)
+
+    def _write(self, obj: Any) -> None:
+        self._file.write(dumps(obj) + "\n")
+        self._file.flush()
+
+    def write(self, record: Record) -> None:
+        self._write(record)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read results: {exc.strerror}") from None
+    with handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                where = "truncated line" if not line.endswith("\n") else exc.msg
+                raise ResultsError(
+                    f"{path}:{lineno}: unreadable JSONL line ({where})",
+                    hint="a killed run leaves a partial last line; `bti run --resume` repairs it",
+                ) from None
+            if not isinstance(obj, dict) or obj.get("kind") not in ("header", "result"):
+                raise ResultsError(f"{path}:{lineno}: not a bti header or result line")
+            yield lineno, obj
+
+
+def read_results(path: Path) -> tuple[Header, list[Record]]:
+    """Read one results file; raises ``ResultsError`` on any unreadable line."""
+    header: Header | None = None
+    records: list[Record] = []
+    for lineno, obj in iter_lines(path):
+        if obj["kind"] == "header":
+            if header is not None or records:
+                raise ResultsError(f"{path}:{lineno}: second header line (use `bti merge` to join runs)")
+            if obj.get("schema", 0) > SCHEMA:
+                raise ResultsError(f"{path}: schema {obj.get('schema')} is newer than this bti ({SCHEMA})")
+            header = obj  # type: ignore[assignment]
+            continue
+        try:
+            Status(obj.get("status"))
+        except ValueError:
+            raise ResultsError(f"{path}:{lineno}: unknown status {obj.get('status')!r}") from None
+        if "id" not in obj:
+            raise ResultsError(f"{path}:{lineno}: result without an id")
+        records.append(obj)  # type: ignore[arg-type]
+    if header is None:
+        raise ResultsError(f"{path}: no header line; not a bti results file")
+    return header, records
+
+
+def repair_tail(path: Path) -> int:
+    """Drop an incomplete last line left by a kill. Returns the bytes removed."""
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    keep = data.rfind(b"\n") + 1
+    with path.open("r+b") as handle:
+        handle.truncate(keep)
+    return len(data) - keep
+
+
+def latest_by_id(records: Iterable[Record]) -> dict[str, Record]:
+    """One record per item id; a later line wins (a resumed or retried item)."""
+    out: dict[str, Record] = {}
+    for rec in records:
+        out[rec["id"]] = rec
+    return out
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

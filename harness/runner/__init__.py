@@ -1,0 +1,1 @@
+"""Matrix expansion, the worker pool, the result cache and sharding."""

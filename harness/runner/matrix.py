@@ -1,0 +1,99 @@
+"""Expand cases × recipes × axes into work items; filter; shard (torch-free)."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from harness.errors import UserError
+from harness.recipes import Recipe
+from harness.spec.case import Axes, Case, Item
+
+
+@dataclass(frozen=True)
+class Filters:
+    patterns: tuple[str, ...] = ()  # fnmatch on case id, group id or item id
+    ops: tuple[str, ...] = ()  # "add", "aten::add.Tensor", "aten::add"
+    tags: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = field(default=())
+
+    def keep(self, item: Item) -> bool:
+        keys = (item.case.id, item.group, item.id)
+        if self.patterns and not any(fnmatch.fnmatchcase(k, p) for p in self.patterns for k in keys):
+            return False
+        if self.exclude and any(fnmatch.fnmatchcase(k, p) for p in self.exclude for k in keys):
+            return False
+        if self.ops and not _op_matches(item.case, self.ops):
+            return False
+        if self.tags and not set(self.tags) & set(item.case.tags):
+            return False
+        if self.dtypes and item.axes.dtype not in self.dtypes:
+            return False
+        return not (self.shapes and item.axes.shape not in self.shapes)
+
+
+def _op_matches(case: Case, ops: tuple[str, ...]) -> bool:
+    if case.op is None:
+        return False
+    full = case.op  # aten::add.Tensor
+    base = full.split(".")[0]  # aten::add
+    short = case.id.split(".")[1]  # add
+    return any(o in (full, base, short) for o in ops)
+
+
+def expand(cases: Iterable[Case], recipes: list[Recipe], filters: Filters = Filters()) -> list[Item]:
+    """Items in a stable order: case order, then dtype, shape, recipe (recipes of a group adjacent)."""
+    out = []
+    for case in cases:
+        for dtype in case.dtypes:
+            for shape in case.shapes:
+                axes = Axes(dtype, shape)
+                for recipe in recipes:
+                    item = Item(case, recipe.name, axes)
+                    if filters.keep(item):
+                        out.append(item)
+    return out
+
+
+def groups_of(items: list[Item]) -> list[list[Item]]:
+    """Items sharing a (case, axes) group, in first-seen order."""
+    by: dict[str, list[Item]] = {}
+    for item in items:
+        by.setdefault(item.group, []).append(item)
+    return list(by.values())
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UserError(f"--shard {text!r}: expected i/n, e.g. 1/4") from None
+    if not 1 <= i <= n:
+        raise UserError(f"--shard {text!r}: need 1 <= i <= n")
+    return i, n
+
+
+def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str, float] | None = None) -> list[list[Item]]:
+    """Deterministic, disjoint, balanced: longest-processing-time-first over groups.
+
+    Cost of a group is the summed recorded duration of its items when ``durations`` (item id →
+    seconds, from a previous run) knows them, else an estimate (models weigh 10× an op item).
+    """
+    durations = durations or {}
+
+    def cost(group: list[Item]) -> float:
+        return sum(durations.get(it.id, 10.0 if it.case.kind == "model" else 1.0) for it in group)
+
+    order = sorted(range(len(groups)), key=lambda g: (-cost(groups[g]), groups[g][0].group))
+    loads = [0.0] * count
+    owner: dict[int, int] = {}
+    for g in order:
+        target = min(range(count), key=lambda s: (loads[s], s))
+        owner[g] = target
+        loads[target] += cost(groups[g])
+    return [groups[g] for g in range(len(groups)) if owner[g] == index - 1]

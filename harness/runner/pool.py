@@ -1,0 +1,210 @@
+"""Worker pool: warm forked workers, crash/timeout isolation, recycling.
+
+The parent imports torch and executorch once (and never runs torch compute, which would make a
+later ``fork`` deadlock on the OpenMP pool); workers are forked from it, so none pays the import.
+Each worker receives whole groups (one case × axes, all recipes) and reports, per item, a
+``start`` then a ``result`` message. The parent knows at every moment which item a worker is on:
+
+* the worker dies (segfault, abort, OOM kill) → CRASH for that item;
+* the item runs past ``timeout`` → the worker is killed → TIMEOUT for that item;
+
+and in both cases the group's remaining items go back to the queue for a fresh worker.
+Workers retire after ``max_items`` items or ``max_growth_mb`` of RSS growth, so memory stays flat.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import resource
+import signal
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from harness.recipes import Recipe
+from harness.results import Record
+from harness.spec.case import Item
+from harness.status import Status
+
+
+@dataclass
+class PoolConfig:
+    jobs: int
+    timeout: float
+    run_id: str
+    threads: int = 1
+    max_items: int = 400
+    max_growth_mb: float = 1024.0
+    log_dir: str | None = None  # worker stderr/stdout go to <log_dir>/worker-<pid>.log
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if cfg.log_dir:
+        os.makedirs(cfg.log_dir, exist_ok=True)
+        fd = os.open(os.path.join(cfg.log_dir, f"worker-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+    import torch
+
+    from harness.stages import execute_group
+
+    torch.set_num_threads(cfg.threads)
+    start_rss = _rss_mb()
+    done = 0
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        execute_group(
+            msg, recipes, cfg.run_id,
+            on_start=lambda item_id: conn.send(("start", item_id)),
+            emit=lambda rec: conn.send(("result", rec)),
+        )
+        done += len(msg)
+        rss = _rss_mb()
+        retire = done >= cfg.max_items or rss - start_rss > cfg.max_growth_mb
+        conn.send(("idle", {"rss_mb": rss, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "retire": retire}))
+        if retire:
+            return
+
+
+@dataclass
+class _Worker:
+    proc: Any
+    conn: Connection
+    group: list[Item] = field(default_factory=list)
+    done: set[str] = field(default_factory=set)
+    current: str | None = None
+    started: float = 0.0
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.group)
+
+
+class Pool:
+    def __init__(self, cfg: PoolConfig, recipes: dict[str, Recipe], on_record: Callable[[Record], None],
+                 on_worker_exit: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.cfg = cfg
+        self.recipes = recipes
+        self.on_record = on_record
+        self.on_worker_exit = on_worker_exit or (lambda info: None)
+        self.ctx = mp.get_context("fork")
+        self.workers: list[_Worker] = []
+        self.stats: list[dict[str, Any]] = []
+
+    def _spawn(self) -> _Worker:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker_main, args=(child, self.recipes, self.cfg), daemon=True)
+        proc.start()
+        child.close()
+        worker = _Worker(proc, parent)
+        self.workers.append(worker)
+        return worker
+
+    def run(self, groups: list[list[Item]]) -> None:
+        queue: deque[list[Item]] = deque(groups)
+        try:
+            while queue or any(w.busy for w in self.workers):
+                while queue and len(self.workers) < self.cfg.jobs:
+                    self._spawn()
+                for w in self.workers:
+                    if not w.busy and queue:
+                        w.group, w.done, w.current = queue.popleft(), set(), None
+                        w.started = time.monotonic()
+                        w.conn.send(w.group)
+                self._poll(queue)
+        finally:
+            self.shutdown()
+
+    def _poll(self, queue: deque[list[Item]]) -> None:
+        busy = [w for w in self.workers if w.busy]
+        now = time.monotonic()
+        wait_for = min((w.started + self.cfg.timeout - now for w in busy), default=1.0)
+        ready = wait([*(w.conn for w in busy), *(w.proc.sentinel for w in busy)], timeout=max(0.01, min(wait_for, 1.0)))
+        for w in list(busy):
+            if w.conn in ready or w.proc.sentinel in ready:
+                self._drain(w, queue)
+        now = time.monotonic()
+        for w in [w for w in self.workers if w.busy and w.proc.is_alive()]:
+            if now - w.started > self.cfg.timeout:
+                w.proc.kill()
+                w.proc.join()
+                self._fail(w, queue, Status.TIMEOUT, f"no result within --timeout {self.cfg.timeout:g}s")
+
+    def _drain(self, w: _Worker, queue: deque[list[Item]]) -> None:
+        try:
+            while w.conn.poll():
+                kind, payload = w.conn.recv()
+                if kind == "start":
+                    w.current, w.started = payload, time.monotonic()
+                elif kind == "result":
+                    w.done.add(payload["id"])
+                    w.current = None
+                    payload["worker_pid"] = w.proc.pid
+                    self.on_record(payload)
+                elif kind == "idle":
+                    self.stats.append({"pid": w.proc.pid, **payload})
+                    w.group = []
+                    if payload["retire"]:
+                        w.proc.join(timeout=30)
+                        self._remove(w)
+                    return
+        except (EOFError, ConnectionResetError, OSError):
+            pass
+        if not w.proc.is_alive() and w in self.workers:
+            w.proc.join()
+            code = w.proc.exitcode
+            name = signal.Signals(-code).name if code is not None and code < 0 else f"exit code {code}"
+            hint = " (out of memory?)" if code == -signal.SIGKILL else ""
+            self._fail(w, queue, Status.CRASH, f"worker died with {name}{hint}")
+
+    def _fail(self, w: _Worker, queue: deque[list[Item]], status: Status, detail: str) -> None:
+        remaining = [it for it in w.group if it.id not in w.done]
+        if remaining:
+            victim = next((it for it in remaining if it.id == w.current), remaining[0])
+            self.on_record(self._synthetic(victim, status, detail, w.proc.pid))
+            rest = [it for it in remaining if it is not victim]
+            if rest:
+                queue.appendleft(rest)
+        self._remove(w)
+
+    def _synthetic(self, item: Item, status: Status, detail: str, pid: int) -> Record:
+        from harness.stages import base_record, finalize
+
+        rec = base_record(item, self.recipes[item.recipe], self.cfg.run_id)
+        rec.update({"status": status.value, "detail": detail, "worker_pid": pid,
+                    "error": {"type": status.value, "message": detail, "trace": ""}})
+        return finalize(rec, self.recipes[item.recipe], item.group)
+
+    def _remove(self, w: _Worker) -> None:
+        w.group = []
+        if w in self.workers:
+            self.workers.remove(w)
+        self.on_worker_exit({"pid": w.proc.pid, "exitcode": w.proc.exitcode})
+        w.conn.close()
+
+    def shutdown(self) -> None:
+        for w in list(self.workers):
+            try:
+                w.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        for w in list(self.workers):
+            w.proc.join(timeout=5)
+            if w.proc.is_alive():
+                w.proc.kill()
+                w.proc.join()
+            w.conn.close()
+        self.workers.clear()

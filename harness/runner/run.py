@@ -1,0 +1,202 @@
+"""``bti run``: plan the matrix, settle what needs no worker, run the rest in the pool.
+
+Parent-side order matters: recipes and suites are loaded, UNAVAILABLE / SKIP / cached items are
+written at once, then torch and executorch are imported (warm) and workers are forked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.backends import unavailable_reason
+from harness.errors import UserError
+from harness.recipes import Recipe, load_recipe
+from harness.results import SCHEMA, Header, Record, ResultsWriter, read_results, repair_tail
+from harness.runner.cache import ResultCache
+from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
+from harness.spec.case import Item
+from harness.status import Status
+
+
+@dataclass
+class RunOptions:
+    suites: list[str]
+    recipes: list[str]
+    out: Path
+    filters: Filters = field(default_factory=Filters)
+    jobs: int = 2
+    timeout: float = 300.0
+    resume: bool = False
+    cache_dir: Path | None = None  # None: no reuse
+    shard: str | None = None
+    durations: Path | None = None
+    upstream: dict[str, Any] = field(default_factory=dict)
+    speedups: bool = True
+    threads: int = 1
+    max_items: int = 400
+    max_growth_mb: float = 1024.0
+    argv: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    records: list[Record]
+    worker_stats: list[dict[str, Any]]
+    executed: int
+    reused: int
+
+
+def plan(suites: list[str], recipe_names: list[str], filters: Filters) -> tuple[list[Recipe], list[Item]]:
+    from harness.suites import load_suites
+
+    recipes = [load_recipe(n) for n in recipe_names]
+    names = [r.name for r in recipes]
+    if len(set(names)) != len(names):
+        raise UserError(f"recipe given twice: {', '.join(names)}")
+    cases = load_suites(suites)
+    return recipes, expand(cases, recipes, filters)
+
+
+def execute(opts: RunOptions, progress: Callable[[Record], None] | None = None) -> RunResult:
+    from harness.env import versions
+
+    recipes, items = plan(opts.suites, opts.recipes, opts.filters)
+    if not items:
+        raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
+    by_name = {r.name: r for r in recipes}
+    groups = groups_of(items)
+    shard_spec = parse_shard(opts.shard)
+    if shard_spec:
+        groups = shard(groups, *shard_spec, durations=_durations(opts.durations))
+    vers = versions()
+    run_id = uuid.uuid4().hex[:12]
+    unavailable = {r.name: unavailable_reason(r) for r in recipes}
+    header: Header = {
+        "kind": "header", "schema": SCHEMA, "run_id": run_id,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "versions": vers, "recipes": {r.name: r.hash for r in recipes},
+        "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "unavailable": unavailable[r.name]}
+                        for r in recipes},  # type: ignore[typeddict-unknown-key]
+        "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
+    }
+    done: set[str] = set()
+    if opts.resume and opts.out.exists():
+        repair_tail(opts.out)
+        _, previous = read_results(opts.out)
+        done = {r["id"] for r in previous}
+        writer = ResultsWriter(opts.out, None)
+    else:
+        opts.out.parent.mkdir(parents=True, exist_ok=True)
+        opts.out.write_text("")
+        writer = ResultsWriter(opts.out, header)
+    cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir else None
+    records: list[Record] = []
+    reused = 0
+
+    def record(rec: Record) -> None:
+        writer.write(rec)
+        records.append(rec)
+        if cache is not None and not rec.get("cached"):
+            cache.put(by_name[rec["recipe"]], rec)
+        if progress:
+            progress(rec)
+
+    todo: list[list[Item]] = []
+    with writer:
+        for group in groups:
+            pending = []
+            for item in group:
+                if item.id in done:
+                    continue
+                settled = _settle(item, by_name[item.recipe], unavailable, cache, run_id)
+                if settled is None:
+                    pending.append(item)
+                    continue
+                reused += bool(settled.get("cached"))
+                writer.write(settled)
+                records.append(settled)
+                if progress:
+                    progress(settled)
+            if pending:
+                todo.append(pending)
+        stats: list[dict[str, Any]] = []
+        if todo:
+            stats = _run_pool(opts, by_name, run_id, todo, record)
+    return RunResult(records, stats, sum(len(g) for g in todo), reused)
+
+
+def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,
+            run_id: str) -> Record | None:
+    from harness.stages import base_record
+
+    reason = unavailable[recipe.name]
+    status = None
+    if reason:
+        status = Status.UNAVAILABLE
+    else:
+        reason = recipe.skip_reason(item.group, item.axes.dtype, item.axes.shape)
+        status = Status.SKIP if reason else None
+    if status is not None:
+        rec = base_record(item, recipe, run_id)
+        rec.update({"status": status.value, "detail": reason or ""})
+        return rec
+    if cache is not None:
+        hit = cache.get(item, recipe)
+        if hit is not None:
+            hit.update({"cached": True, "run_id": run_id})
+            return hit
+    return None
+
+
+def _durations(path: Path | None) -> dict[str, float]:
+    if path is None:
+        return {}
+    _, recs = read_results(path)
+    return {r["id"]: float(r.get("duration_s") or 0.0) for r in recs}
+
+
+def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
+    """Import (never compute) everything workers need, so forked workers start warm."""
+    from harness.quiet import quiet
+
+    quiet()
+    import torch  # noqa: F401
+    import executorch.exir  # noqa: F401
+    from executorch.runtime import Runtime  # noqa: F401
+
+    import harness.stages  # noqa: F401
+    from harness.backends import get_backend
+
+    for r in recipes:
+        get_backend(r.backend)
+    if any("xnnpack" in (r.raw.get("partitioners") or []) for r in recipes):
+        import executorch.backends.xnnpack.partition.xnnpack_partitioner  # noqa: F401
+    if any(r.quantize for r in recipes):
+        import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401
+    if speedups:
+        from harness.speedups import enable_cia_cache
+
+        enable_cia_cache()
+
+
+def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: list[list[Item]],
+              record: Callable[[Record], None]) -> list[dict[str, Any]]:
+    from harness.runner.pool import Pool, PoolConfig
+
+    warm_imports(list(recipes.values()), opts.speedups)
+    cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
+                     max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
+                     log_dir=str(opts.out.parent / "logs"))
+    pool = Pool(cfg, recipes, record)
+    try:
+        pool.run(todo)
+    except KeyboardInterrupt:
+        print("bti: interrupted; results so far are in the JSONL (`--resume` continues)", file=sys.stderr)
+        raise
+    return pool.stats

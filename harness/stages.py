@@ -1,0 +1,252 @@
+"""The stages of one work item: export → (quantize) → lower → serialize → load → run → compare.
+
+Worker side (imports torch). ``execute_group`` runs every item of one (case, axes) group: the
+module is built, the eager reference computed and ``torch.export`` run once, then shared by every
+recipe. Each stage is timed; an exception maps to that stage's failure status. A failure of the
+eager model or of ``torch.export`` is FAIL_EXPORT — not the backend's fault.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from harness.backends import get_backend
+from harness.metrics import compare
+from harness.recipes import Recipe
+from harness.results import SCHEMA, Record
+from harness.spec.case import Item
+from harness.status import Stage, Status
+
+
+class StageFailure(Exception):
+    def __init__(self, stage: Stage, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.stage = stage
+        self.exc = exc
+
+
+@contextmanager
+def timed(stage: Stage, times: dict[str, float]) -> Iterator[None]:
+    t0 = time.perf_counter()
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - any backend error maps to the stage's status
+        times[stage.value] = round(time.perf_counter() - t0, 6)
+        raise StageFailure(stage, exc) from exc
+    times[stage.value] = round(time.perf_counter() - t0, 6)
+
+
+def base_record(item: Item, recipe: Recipe, run_id: str) -> Record:
+    return {
+        "kind": "result", "schema": SCHEMA, "id": item.id, "case": item.case.id, "suite": item.case.suite,
+        "op": item.case.op, "tags": list(item.case.tags), "recipe": recipe.name, "backend": recipe.backend,
+        "axes": item.axes.as_dict(), "seed": item.seed, "spec_hash": item.case.spec_hash, "run_id": run_id, "attempt": 1,
+    }
+
+
+def error_fields(exc: BaseException) -> dict[str, str]:
+    msg = str(exc).strip() or type(exc).__name__
+    tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+    return {"type": type(exc).__name__, "message": msg[:4000], "trace": tail[-4000:]}
+
+
+def first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return ""
+
+
+def finalize(record: Record, recipe: Recipe, key: str) -> Record:
+    """Apply strict xfail: a listed item that fails is XFAIL; one that passes is XPASS (a failure)."""
+    reason = recipe.xfail_reason(key)
+    if reason is None:
+        return record
+    status = Status(record["status"])
+    if status.is_pass:
+        record["status"] = Status.XPASS.value
+        record["detail"] = f"expected to fail ({reason}) but passed"
+    elif status.is_failure and status not in (Status.ERROR,):
+        record["detail"] = f"{status.value}: {record.get('detail', '')} [xfail: {reason}]"
+        record["xfail_of"] = status.value  # type: ignore[typeddict-unknown-key]
+        record["status"] = Status.XFAIL.value
+    return record
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        t = value.detach()
+        if t.dtype == torch.bfloat16:
+            t = t.float()
+        return t.contiguous().numpy()
+    return np.asarray(value)
+
+
+def _dtype_name(value: Any) -> str:
+    import torch
+
+    return str(value.dtype).replace("torch.", "") if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def _leaves(out: Any) -> list[Any]:
+    import torch.utils._pytree as pytree
+
+    return [leaf for leaf in pytree.tree_leaves(out) if leaf is not None]
+
+
+def reference(built: Any) -> list[Any]:
+    import copy
+
+    import torch
+
+    from harness.spec.build import torch_dtype
+
+    with torch.no_grad():
+        if built.ref_dtype:
+            up = torch_dtype(built.ref_dtype)
+
+            def cast(t: Any) -> Any:
+                return t.to(up) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+
+            return _leaves(copy.deepcopy(built.module).to(up)(*[cast(t) for t in built.run]))
+        return _leaves(built.module(*built.run))
+
+
+class Group:
+    """The shared part of a (case, axes) group: built module, reference, exported program."""
+
+    def __init__(self, item: Item) -> None:
+        from harness.spec.build import build_op
+        from harness.spec.build_model import build_model
+
+        import torch
+
+        self.times: dict[str, float] = {}
+        self.failure: StageFailure | None = None
+        self.built: Any = None
+        self.ref: list[Any] = []
+        self.ep: Any = None
+        try:
+            with timed(Stage.EXPORT, self.times):
+                builder = build_model if item.case.kind == "model" else build_op
+                self.built = builder(item.case, item.axes, item.seed)
+                self.ref = reference(self.built)
+                self.ep = torch.export.export(
+                    self.built.module, self.built.example, dynamic_shapes=self.built.dynamic_shapes, strict=False
+                )
+        except StageFailure as failure:
+            self.failure = failure
+
+
+def run_item(item: Item, recipe: Recipe, group: Group, run_id: str) -> Record:
+    rec = base_record(item, recipe, run_id)
+    times = dict(group.times)
+    rec["stages"] = times
+    t_start = time.perf_counter()
+    try:
+        if group.failure is not None:
+            raise group.failure
+        _run_stages(item, recipe, group, rec, times)
+    except StageFailure as failure:
+        rec["status"] = failure.stage.failure.value
+        rec["error"] = error_fields(failure.exc)
+        rec["detail"] = f"{failure.stage.value}: {first_line(rec['error']['message'])}"
+    except Exception as exc:  # noqa: BLE001 - a harness bug, kept visible as ERROR
+        rec["status"] = Status.ERROR.value
+        rec["error"] = error_fields(exc)
+        rec["detail"] = f"harness error: {first_line(rec['error']['message'])}"
+    rec["duration_s"] = round(time.perf_counter() - t_start + sum(group.times.values()), 6)
+    rec["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+    return finalize(rec, recipe, item.group)
+
+
+def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: dict[str, float]) -> None:
+    backend = get_backend(recipe.backend)
+    built = group.built
+    ep = group.ep
+    if recipe.quantize:
+        with timed(Stage.QUANTIZE, times):
+            ep = backend.quantize(recipe, ep, built)
+    with timed(Stage.LOWER, times):
+        lowered, stats = backend.lower(recipe, ep)
+    rec["partition"] = stats
+    with timed(Stage.SERIALIZE, times):
+        blob, blobs = backend.serialize(lowered)
+    rec["pte_bytes"] = len(blob)
+    rec["delegate_blobs"] = blobs
+    with timed(Stage.LOAD, times):
+        handle = backend.load(blob)
+    rec["load_ms"] = round(times[Stage.LOAD.value] * 1000.0, 3)
+    with timed(Stage.RUN, times):
+        outs, lat = _timed_runs(backend, handle, built.run, recipe.runtime)
+    rec["latency_ms"] = lat
+    with timed(Stage.COMPARE, times):
+        _compare(item, recipe, group, rec, outs)
+
+
+def _timed_runs(backend: Any, handle: Any, inputs: tuple[Any, ...], cfg: dict[str, Any]) -> tuple[list[Any], dict[str, float]]:
+    outs: list[Any] = []
+    for _ in range(int(cfg.get("warmup", 1))):
+        outs = backend.run(handle, inputs)
+    samples = []
+    for _ in range(max(1, int(cfg.get("repeats", 3)))):
+        t0 = time.perf_counter()
+        outs = backend.run(handle, inputs)
+        samples.append((time.perf_counter() - t0) * 1000.0)
+    arr = np.asarray(samples)
+    lat = {"median": float(np.median(arr)), "p90": float(np.percentile(arr, 90)), "min": float(arr.min()),
+           "repeats": len(samples)}
+    return outs, {k: round(v, 4) if isinstance(v, float) else v for k, v in lat.items()}
+
+
+def _compare(item: Item, recipe: Recipe, group: Group, rec: Record, outs: list[Any]) -> None:
+    refs = group.ref
+    tol = recipe.tolerance(item.axes.dtype)
+    if not recipe.quantize:
+        tol.update(item.case.spec.get("tolerance") or {})
+    dtypes = None
+    if not group.built.ref_dtype:
+        dtypes = [(_dtype_name(o), _dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
+    verdict = compare([_to_numpy(o) for o in outs], [_to_numpy(r) for r in refs], tol, dtypes)
+    rec["outputs"] = verdict.stats  # type: ignore[typeddict-item]
+    rec["tolerance"] = tol  # type: ignore[typeddict-unknown-key]
+    task = getattr(group.built, "task", None)
+    if task and verdict.stats and len(outs) == len(refs):
+        rec["accuracy"] = _agreement(task, _to_numpy(outs[0]), _to_numpy(refs[0]))
+    if not verdict.ok:
+        rec["status"] = Status.FAIL_MISMATCH.value
+        rec["detail"] = verdict.message[:1000]
+        return
+    part = rec.get("partition") or {}
+    if part.get("partitioned") and part.get("delegated_nodes", 0) == 0:
+        rec["status"] = Status.PASS_UNDELEGATED.value
+        rec["detail"] = "correct, but nothing was delegated: " + ", ".join(sorted(part.get("undelegated_ops", {})))[:300]
+    else:
+        rec["status"] = Status.PASS.value
+        rec["detail"] = ""
+
+
+def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
+    if out.shape != ref.shape or out.ndim == 0:
+        return {}
+    agree = float(np.mean(np.argmax(out, axis=-1) == np.argmax(ref, axis=-1)))
+    key = "top1_agreement" if task == "classifier" else "next_token_agreement"
+    return {key: round(agree, 6)}
+
+
+def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
+                  on_start: Callable[[str], None], emit: Callable[[Record], None]) -> None:
+    """Run every item of one group, calling ``on_start(item_id)`` before and ``emit(record)`` after each."""
+    group = Group(items[0])
+    for item in items:
+        on_start(item.id)
+        emit(run_item(item, recipes[item.recipe], group, run_id))

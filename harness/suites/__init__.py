@@ -1,0 +1,40 @@
+"""Built-in suites, resolved by name; anything else is a path to a suite YAML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.spec.case import Case
+
+HERE = Path(__file__).parent
+YAML_SUITES = {"ops": HERE / "ops.yaml", "smoke": HERE / "smoke.yaml"}
+PY_SUITES = ("models",)
+DEFAULT_SUITES = ("ops", "models")
+
+
+def suite_names() -> list[str]:
+    return sorted([*YAML_SUITES, *PY_SUITES])
+
+
+def load_suites(names: list[str] | tuple[str, ...]) -> list[Case]:
+    from harness.spec.suite import load_suite
+
+    cases: list[Case] = []
+    for name in names:
+        if name == "models":
+            from harness.suites.models import model_cases
+
+            cases.extend(model_cases())
+        elif name in YAML_SUITES:
+            cases.extend(load_suite(YAML_SUITES[name], name=name))
+        elif Path(name).suffix in (".yaml", ".yml"):
+            cases.extend(load_suite(Path(name)))
+        else:
+            raise UserError(f"unknown suite {name!r}", hint=f"built-in suites: {', '.join(suite_names())}, or a .yaml path")
+    unique: dict[str, Case] = {}
+    for c in cases:
+        if c.id in unique and unique[c.id].source != c.source:
+            raise UserError(f"case id {c.id} is defined twice ({unique[c.id].source} and {c.source})")
+        unique.setdefault(c.id, c)
+    return list(unique.values())

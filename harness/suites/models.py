@@ -1,0 +1,167 @@
+"""The built-in small-model suite: models built in code with seeded random weights.
+
+Each ``ModelDef`` gives a factory (seeded), the input shapes by named dims, which dims may be
+dynamic, and the model-level task used for accuracy (``classifier``: top-1 agreement).
+Nothing is downloaded. torch is imported only when a model is built (worker side).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.spec.case import Case
+
+
+@dataclass(frozen=True)
+class ModelDef:
+    name: str
+    factory: str  # function name in this module
+    inputs: tuple[tuple[str | int, ...], ...]  # shapes by dim name or int
+    dims: dict[str, int]
+    dynamic: dict[str, dict[str, int]] = field(default_factory=dict)
+    input_init: str = "normal"  # or "randint:<high>" for token ids
+    task: str | None = "classifier"
+    tags: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ("float32",)
+
+
+def _mlp() -> Any:
+    import torch.nn as nn
+
+    return nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def _cnn() -> Any:
+    import torch.nn as nn
+
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2, 2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10),
+    )
+
+
+def _dwpw() -> Any:
+    import torch
+    import torch.nn as nn
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, c: int = 16, expand: int = 4) -> None:
+            super().__init__()
+            h = c * expand
+            self.pw1 = nn.Sequential(nn.Conv2d(c, h, 1, bias=False), nn.BatchNorm2d(h), nn.ReLU6())
+            self.dw = nn.Sequential(nn.Conv2d(h, h, 3, padding=1, groups=h, bias=False), nn.BatchNorm2d(h), nn.ReLU6())
+            self.pw2 = nn.Sequential(nn.Conv2d(h, c, 1, bias=False), nn.BatchNorm2d(c))
+            self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, 10))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(x + self.pw2(self.dw(self.pw1(x))))
+
+    return InvertedResidual()
+
+
+def _gru() -> Any:
+    import torch
+    import torch.nn as nn
+
+    class GRUClassifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gru = nn.GRU(16, 32, batch_first=True)
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out, _ = self.gru(x)
+            return self.fc(out[:, -1])
+
+    return GRUClassifier()
+
+
+def _lstm() -> Any:
+    import torch
+    import torch.nn as nn
+
+    class LSTMClassifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(16, 32, batch_first=True)
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out, _ = self.lstm(x)
+            return self.fc(out[:, -1])
+
+    return LSTMClassifier()
+
+
+def _encoder() -> Any:
+    import torch
+    import torch.nn as nn
+
+    class TinyEncoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.layer(x).mean(dim=1))
+
+    return TinyEncoder()
+
+
+def _attention_lm() -> Any:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class TinyLM(nn.Module):
+        """Embedding + one causal self-attention block + tied-size LM head."""
+
+        def __init__(self, vocab: int = 64, d: int = 32, heads: int = 4) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.qkv = nn.Linear(d, 3 * d)
+            self.proj = nn.Linear(d, d)
+            self.norm = nn.LayerNorm(d)
+            self.head = nn.Linear(d, vocab)
+            self.heads = heads
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            x = self.emb(ids)
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.norm(x)).split(d, dim=-1)
+            q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(att.transpose(1, 2).reshape(b, t, d))
+            return self.head(x)
+
+    return TinyLM()
+
+
+MODELS: dict[str, ModelDef] = {
+    m.name: m
+    for m in (
+        ModelDef("mlp", "_mlp", (("B", 32),), {"B": 4}, {"B": {"min": 1, "max": 32, "run": 7}}, tags=("mlp",)),
+        ModelDef("cnn", "_cnn", (("B", 3, 32, 32),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("conv",)),
+        ModelDef("dwpw_block", "_dwpw", (("B", 16, 16, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("conv", "depthwise")),
+        ModelDef("gru", "_gru", ((2, "T", 16),), {"T": 8}, {"T": {"min": 2, "max": 32, "run": 11}}, tags=("rnn",)),
+        ModelDef("lstm", "_lstm", ((2, "T", 16),), {"T": 8}, {"T": {"min": 2, "max": 32, "run": 11}}, tags=("rnn",)),
+        ModelDef("transformer_encoder", "_encoder", ((2, "T", 32),), {"T": 8}, {"T": {"min": 2, "max": 32, "run": 12}}, tags=("transformer",)),
+        ModelDef("tiny_lm", "_attention_lm", ((1, "T"),), {"T": 8}, {"T": {"min": 2, "max": 32, "run": 12}}, input_init="randint:64", task="lm", tags=("transformer", "lm")),
+    )
+}
+
+
+def model_cases(suite: str = "models") -> list[Case]:
+    out = []
+    for m in MODELS.values():
+        spec = {"model": m.name, "inputs": [list(s) for s in m.inputs], "dims": m.dims, "dynamic": m.dynamic,
+                "input_init": m.input_init, "task": m.task}
+        out.append(Case(
+            id=f"model.{m.name}.base", suite=suite, kind="model", spec=spec, op=None, tags=m.tags,
+            dtypes=m.dtypes, shapes=("static", "dynamic") if m.dynamic else ("static",),
+            source=f"harness/suites/models.py:{m.name}",
+        ))
+    return out
