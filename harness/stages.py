@@ -51,10 +51,22 @@ def base_record(item: Item, recipe: Recipe, run_id: str) -> Record:
     }
 
 
+def root_cause(exc: BaseException) -> BaseException:
+    seen = {id(exc)}
+    while (nxt := exc.__cause__ or exc.__context__) is not None and id(nxt) not in seen:
+        seen.add(id(nxt))
+        exc = nxt
+    return exc
+
+
 def error_fields(exc: BaseException) -> dict[str, str]:
+    """Type, message and trace tail; a wrapped error (pass managers re-raise) names its root cause."""
     msg = str(exc).strip() or type(exc).__name__
-    tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
-    return {"type": type(exc).__name__, "message": msg[:4000], "trace": tail[-4000:]}
+    root = root_cause(exc)
+    if root is not exc:
+        msg = f"{first_line(msg)} — caused by {type(root).__name__}: {str(root).strip()}"
+    frames = traceback.format_exception(type(root), root, root.__traceback__)
+    return {"type": type(root).__name__, "message": msg[:4000], "trace": "".join(frames[-8:])[-4000:]}
 
 
 def first_line(text: str) -> str:

@@ -33,8 +33,6 @@ class Built:
 class OpModule(torch.nn.Module):
     def __init__(self, fn: Any, args: list[Any], kwargs: dict[str, Any], layouts: list[str]) -> None:
         super().__init__()
-        if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
-            raise TypeError("use ModuleOp for nn.Module ops")
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
@@ -48,14 +46,16 @@ class OpModule(torch.nn.Module):
         return self.fn(*args, **kwargs)
 
 
-class ModuleOp(torch.nn.Module):
-    def __init__(self, inner: torch.nn.Module, layouts: list[str]) -> None:
-        super().__init__()
-        self.inner = inner
-        self.layouts = layouts
+class ModuleOp(OpModule):
+    """An ``nn.Module`` op: built from ``init:`` with seeded weights, called like a function."""
 
-    def forward(self, *tensors: torch.Tensor) -> Any:
-        return self.inner(*[_apply_layout(t, lay) for t, lay in zip(tensors, self.layouts, strict=True)])
+    def __init__(self, inner: torch.nn.Module, args: list[Any], kwargs: dict[str, Any], layouts: list[str]) -> None:
+        torch.nn.Module.__init__(self)
+        self.inner = inner
+        self.fn = inner
+        self.args = args
+        self.kwargs = kwargs
+        self.layouts = layouts
 
 
 _SLOT = object()
@@ -161,10 +161,10 @@ def build_op(case: Case, axes: Axes, seed: int) -> Built:
     layouts = [t["layout"] for t in tensors]
     if isinstance(fn, type) and issubclass(fn, torch.nn.Module):
         torch.manual_seed(seed)
-        inner = fn(*args, **{**kwargs, **spec["init"]}).eval()
+        inner = fn(**spec["init"]).eval()  # `init:` are constructor kwargs; args/kwargs feed forward()
         if not _is_int(axes.dtype):
             inner = inner.to(torch_dtype(axes.dtype))
-        module: torch.nn.Module = ModuleOp(inner, layouts)
+        module: torch.nn.Module = ModuleOp(inner, args, kwargs, layouts)
     else:
         module = OpModule(fn, args, kwargs, layouts)
 

@@ -23,6 +23,11 @@ cases:
     args: [{preset: "r{rank}"}]
     cases: [{rank: 4}, {op: aten::abs}]   # optional: keep only combinations matching one of these
     exclude: [{op: aten::neg, rank: 0}]   # optional: drop matching combinations
+  - template:                   # a row given as a mapping binds all its keys at once (zipped values)
+      v: [{name: k2, k: [2, 2]}, {name: k3, k: [3, 3]}]
+    id: "{v}"
+    op: aten::max_pool2d.default
+    args: [{preset: img}, "{k}"]  # a whole-string placeholder keeps the value's type (here a list)
 ```
 
 Tensor nodes: ``shape`` (ints or dim names), ``dtype`` (default: the axis dtype), ``init`` (normal,
@@ -117,7 +122,15 @@ def _expand(raw: Any, suite: str, dims: dict[str, int], presets: dict[str, Any],
     body = {k: v for k, v in raw.items() if k not in ("template", "cases", "exclude")}
     out = []
     for values in itertools.product(*(template[n] for n in names)):
-        binding = dict(zip(names, values, strict=True))
+        binding: dict[str, Any] = {}
+        for name, value in zip(names, values, strict=True):
+            if isinstance(value, dict):  # a zipped row: its keys bind too, the variable binds to its `name`
+                if "name" not in value:
+                    raise SpecError(f"{loc}: template rows given as mappings need a `name:`")
+                binding.update(value)
+                binding[name] = value["name"]
+            else:
+                binding[name] = value
         if keep is not None and not any(_matches(binding, c) for c in keep):
             continue
         if any(_matches(binding, c) for c in drop):
