@@ -5,10 +5,10 @@ No code compares status strings: use the predicates on the members.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Stage(str, Enum):
+class Stage(StrEnum):
     EXPORT = "export"
     QUANTIZE = "quantize"
     LOWER = "lower"
@@ -22,7 +22,7 @@ class Stage(str, Enum):
         return _STAGE_FAILURE[self]
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Outcome of one work item. ``value`` is what the JSONL stores."""
 
     PASS = "PASS"

@@ -33,6 +33,7 @@ def build(header: dict[str, Any], records: list[Record]) -> JUnitXml:
 
 def _case(rec: Record) -> TestCase:
     case = TestCase(rec["id"], classname=f"{rec['suite']}.{rec['case']}", time=float(rec.get("duration_s") or 0.0))
+    _properties(case, rec)  # first child, as pytest's record_property writes them
     status = status_of(rec)
     first = (rec.get("detail") or "").splitlines()[0] if rec.get("detail") else ""
     message = f"{status.value}: {first}" if first else status.value
@@ -46,7 +47,6 @@ def _case(rec: Record) -> TestCase:
         fail = Failure(message, status.value)
         fail.text = (rec.get("error") or {}).get("message", "")[:4000]
         case.result = [fail]
-    _properties(case, rec)
     return case
 
 

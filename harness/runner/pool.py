@@ -14,6 +14,7 @@ Workers retire after ``max_items`` items or ``max_growth_mb`` of RSS growth, so 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import resource
@@ -197,10 +198,8 @@ class Pool:
 
     def shutdown(self) -> None:
         for w in list(self.workers):
-            try:
+            with contextlib.suppress(BrokenPipeError, OSError):
                 w.conn.send(None)
-            except (BrokenPipeError, OSError):
-                pass
         for w in list(self.workers):
             w.proc.join(timeout=5)
             if w.proc.is_alive():

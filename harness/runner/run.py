@@ -166,8 +166,8 @@ def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
     from harness.quiet import quiet
 
     quiet()
+    import executorch.exir
     import torch  # noqa: F401
-    import executorch.exir  # noqa: F401
     from executorch.runtime import Runtime  # noqa: F401
 
     import harness.stages  # noqa: F401

@@ -171,7 +171,7 @@ def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int],
     variant = raw.get("id")
     if not isinstance(variant, (str, int)) or not re.fullmatch(r"[\w.\-]+", str(variant)):
         raise SpecError(f"{loc}: case needs an `id:` made of letters, digits, _ . -; got {variant!r}")
-    resolve_op(op, loc)
+    resolve_op(op, where(raw, loc, key="op"))
     used: set[str] = set()
     args = [_node(a, loc, dims, presets, used) for a in raw.get("args") or []]
     kwargs_raw = raw.get("kwargs") or {}

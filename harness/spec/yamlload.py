@@ -13,6 +13,7 @@ from harness.errors import SpecError
 class LDict(dict):  # type: ignore[type-arg]
     line: int = 0
     file: str = ""
+    key_lines: dict[str, int] = {}
 
 
 class LList(list):  # type: ignore[type-arg]
@@ -27,6 +28,7 @@ class _Loader(yaml.SafeLoader):
 def _mapping(loader: _Loader, node: yaml.MappingNode) -> LDict:
     out = LDict(loader.construct_mapping(node, deep=True))
     out.line = node.start_mark.line + 1
+    out.key_lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
     out.file = node.start_mark.name
     return out
 
@@ -63,8 +65,9 @@ def load_yaml(path: Path) -> Any:
         raise SpecError(f"{path}: invalid YAML: {exc}") from None
 
 
-def where(node: Any, fallback: str = "") -> str:
-    """``file:line`` for a node loaded by ``load_yaml`` (or the fallback)."""
+def where(node: Any, fallback: str = "", key: str | None = None) -> str:
+    """``file:line`` for a node loaded by ``load_yaml`` (the line of ``key`` when given), or the fallback."""
     if isinstance(node, (LDict, LList)) and node.file:
-        return f"{node.file}:{node.line}"
+        line = node.key_lines.get(key, node.line) if key and isinstance(node, LDict) else node.line
+        return f"{node.file}:{line}"
     return fallback

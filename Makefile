@@ -1,0 +1,31 @@
+# The two quick-start commands: `make run` (the main job) and `make test` (the tests).
+# Each creates .venv and installs on first use, so a fresh clone needs nothing else.
+PY      ?= python3.11
+VENV    := .venv
+STAMP   := $(VENV)/.bti-installed
+OUT     ?= out
+ARGS    ?=
+
+.PHONY: run test lint setup clean
+
+$(STAMP): pyproject.toml package.json
+	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	npm install --silent --no-audit --no-fund
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/bti run -o $(OUT) $(ARGS)
+
+test: $(STAMP)
+	@$(VENV)/bin/python -m pytest $(ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check harness tests scripts benchmarks
+
+clean:
+	rm -rf $(OUT) .bti-cache
