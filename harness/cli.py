@@ -203,6 +203,26 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
             click.echo(f"{kind}\t{path}")
 
 
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="The merged results.jsonl.")
+def merge(inputs: tuple[Path, ...], output: Path) -> None:
+    """Join shard results (from `bti run --shard i/n`) into one JSONL. Never imports torch."""
+    from harness.runner.merge import merge as do_merge
+
+    _, records = do_merge(list(inputs), output)
+    click.echo(f"merged {len(inputs)} file(s), {len(records)} items -> {output}")
+
+
+def _register() -> None:
+    from harness.github.cli import register
+
+    register(cli)
+
+
+_register()
+
+
 def main(argv: list[str] | None = None) -> int:
     from harness.quiet import quiet
 

@@ -111,12 +111,25 @@ def dumps(obj: Any) -> str:
 
 
 class ResultsWriter:
-    """Appends one line per record, flushed at once, so a kill loses only items in flight."""
+    """Appends one line per record, flushed at once, so a kill loses only items in flight.
 
-    def __init__(self, path: Path, header: Header | None) -> None:
+    Holds an exclusive ``flock`` on the file: a second bti run on the same results file fails at
+    once instead of interleaving lines. ``truncate`` starts the file afresh (after the lock is held).
+    """
+
+    def __init__(self, path: Path, header: Header | None, truncate: bool = False) -> None:
+        import fcntl
+
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = path.open("a", encoding="utf-8")
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._file.close()
+            raise ResultsError(f"{path}: another bti run is writing this results file", hint="use another --out-dir") from None
+        if truncate:
+            self._file.truncate(0)
         if header is not None:
             self._write(header)
 

@@ -17,6 +17,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="Rewrite golden files from the current output.")
 
 
+@pytest.fixture(scope="session")
+def httpserver_listen_address() -> tuple[str, int]:
+    return ("127.0.0.1", 0)  # loopback by address: no resolver round trip for "localhost"
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))

@@ -104,7 +104,7 @@ class ExecuTorchBackend:
             for inputs in _calibration_sets(built):
                 prepared(*inputs)
         converted = convert_pt2e(prepared)
-        return torch.export.export(converted, built.example, dynamic_shapes=built.dynamic_shapes, strict=False)
+        return torch.export.export(converted, built.example, dynamic_shapes=built.flat_dynamic_shapes, strict=False)
 
     def lower(self, recipe: Recipe, ep: Any) -> tuple[Any, dict[str, Any]]:
         from executorch.exir import to_edge_transform_and_lower

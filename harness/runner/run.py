@@ -86,15 +86,17 @@ def execute(opts: RunOptions, progress: Callable[[Record], None] | None = None) 
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
     }
     done: set[str] = set()
-    if opts.resume and opts.out.exists():
-        repair_tail(opts.out)
-        _, previous = read_results(opts.out)
+    if opts.resume and opts.out.exists() and opts.out.stat().st_size:
+        writer = ResultsWriter(opts.out, None)  # lock first, then repair and read
+        try:
+            repair_tail(opts.out)
+            _, previous = read_results(opts.out)
+        except BaseException:
+            writer.close()
+            raise
         done = {r["id"] for r in previous}
-        writer = ResultsWriter(opts.out, None)
     else:
-        opts.out.parent.mkdir(parents=True, exist_ok=True)
-        opts.out.write_text("")
-        writer = ResultsWriter(opts.out, header)
+        writer = ResultsWriter(opts.out, header, truncate=True)
     cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir else None
     records: list[Record] = []
     reused = 0

@@ -25,7 +25,8 @@ class Built:
     module: torch.nn.Module
     example: tuple[Any, ...]  # export-time inputs
     run: tuple[Any, ...]  # runtime inputs (a different shape on the dynamic axis)
-    dynamic_shapes: Any  # for torch.export.export, or None
+    dynamic_shapes: Any  # for torch.export.export(module, ...), or None
+    flat_dynamic_shapes: Any = None  # one spec per flat input (re-exporting an unlifted GraphModule)
     ref_dtype: str | None = None  # upcast reference dtype
     task: str | None = None  # "classifier" | "lm" (model-level accuracy)
 
@@ -179,9 +180,9 @@ def build_op(case: Case, axes: Axes, seed: int) -> Built:
     example = make(dims, 0)
     run = make(run_dims, 7919) if axes.shape == "dynamic" else example
     # forward(*tensors): the varargs parameter takes one tuple of per-tensor specs
-    dynamic_shapes = (_dynamic_shapes(tensors, spec["dynamic"]),) if axes.shape == "dynamic" else None
+    flat = _dynamic_shapes(tensors, spec["dynamic"]) if axes.shape == "dynamic" else None
     ref = spec["ref"] if spec["ref"] != "eager" else None
-    return Built(module.eval(), example, run, dynamic_shapes, ref_dtype=ref)
+    return Built(module.eval(), example, run, (flat,) if flat else None, flat_dynamic_shapes=flat, ref_dtype=ref)
 
 
 def _is_int(dtype: str) -> bool:

@@ -41,4 +41,4 @@ def build_model(case: Case, axes: Axes, seed: int) -> Built:
             {i: objs[s] for i, s in enumerate(shape) if isinstance(s, str) and s in objs} or None
             for shape in spec["inputs"]
         )
-    return Built(module, example, run, dynamic_shapes, task=spec["task"])
+    return Built(module, example, run, dynamic_shapes, flat_dynamic_shapes=dynamic_shapes, task=spec["task"])

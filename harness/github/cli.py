@@ -1,0 +1,232 @@
+"""``bti compare``, ``bti publish …``, ``bti dispatch`` and ``bti event …`` (torch-free)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.errors import UserError
+
+
+def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
+    from harness.results import latest_by_id, read_results
+
+    header, records = read_results(path)
+    return dict(header), list(latest_by_id(records).values())
+
+
+def _thresholds(sqnr_drop: float, latency_ratio: float) -> Any:
+    from harness.report.compare import Thresholds
+
+    return Thresholds(sqnr_drop_db=sqnr_drop, latency_ratio=latency_ratio)
+
+
+_compare_opts = [
+    click.option("--sqnr-drop", type=float, default=3.0, show_default=True, help="dB of min-SQNR drop that counts as drift."),
+    click.option("--latency-ratio", type=float, default=1.5, show_default=True, help="Median latency ratio that counts as a regression."),
+]
+
+
+def _with(opts: list[Any]) -> Any:
+    def deco(fn: Any) -> Any:
+        for opt in reversed(opts):
+            fn = opt(fn)
+        return fn
+    return deco
+
+
+@click.command("compare")
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("head", type=click.Path(path_type=Path))
+@_with(_compare_opts)
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the comparison as JSON.")
+@click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Write the PR-comment body here.")
+@click.option("--key", default="bti", show_default=True, help="Comment key (for --markdown).")
+def compare_cmd(base: Path, head: Path, sqnr_drop: float, latency_ratio: float, json_out: Path | None, md_out: Path | None, key: str) -> None:
+    """Compare a base run with a head run. Exit 1 on new failures or numeric drift."""
+    from harness.report import comment
+    from harness.report.compare import compare
+
+    _, base_recs = _read(base)
+    head_header, head_recs = _read(head)
+    result = compare(base_recs, head_recs, _thresholds(sqnr_drop, latency_ratio))
+    for name, n in result.counts().items():
+        click.echo(f"{name}\t{n}")
+    if json_out:
+        json_out.write_text(json.dumps({"counts": result.counts(), **result.as_dict()}, indent=1, sort_keys=True))
+    if md_out:
+        md_out.write_text(comment.render(key, head_header, head_recs, result, base_records=base_recs))
+    raise SystemExit(1 if result.regressed else 0)
+
+
+@click.group("publish")
+def publish() -> None:
+    """Publish results to GitHub: sticky PR comment, check run / status, badge."""
+
+
+_gh_opts = [
+    click.option("--repo", required=True, help="owner/name to publish to."),
+    click.option("--token-env", default="GITHUB_TOKEN", show_default=True, help="Environment variable holding the token."),
+    click.option("--api-url", envvar="GITHUB_API_URL", help="API base URL (default: $GITHUB_API_URL or api.github.com)."),
+]
+
+
+def _publisher(repo: str, token_env: str, api_url: str | None) -> Any:
+    from harness.github.client import make_github
+    from harness.github.events import REPO
+    from harness.github.publisher import Publisher
+
+    if not REPO.fullmatch(repo):
+        raise UserError(f"--repo {repo!r}: expected owner/name")
+    return Publisher(make_github(os.environ.get(token_env, ""), api_url), repo)
+
+
+@publish.command("comment")
+@click.option("--results", type=click.Path(path_type=Path), required=True, help="Head results.jsonl.")
+@click.option("--base", type=click.Path(path_type=Path), help="Base results.jsonl to compare against.")
+@click.option("--pr", type=int, help="Pull request number (or --event-path of a workflow_run event).")
+@click.option("--event-path", type=click.Path(path_type=Path), help="A workflow_run event payload (fork PRs): the PR is looked up from it.")
+@click.option("--key", default="bti", show_default=True, help="Sticky comment key: one comment per key.")
+@click.option("--mode", type=click.Choice(["always", "changes", "failures", "off"]), default="always", show_default=True)
+@click.option("--run-url", help="Link to the workflow run.")
+@click.option("--artifact-url", help="Link to the uploaded artifacts.")
+@_with(_compare_opts)
+@_with(_gh_opts)
+def publish_comment(results: Path, base: Path | None, pr: int | None, event_path: Path | None, key: str, mode: str,
+                    run_url: str | None, artifact_url: str | None, sqnr_drop: float, latency_ratio: float,
+                    repo: str, token_env: str, api_url: str | None) -> None:
+    """Create or update the sticky PR comment for KEY."""
+    from harness.report import comment
+    from harness.report.compare import compare
+    from harness.report.summary import failures
+
+    header, recs = _read(results)
+    base_recs = _read(base)[1] if base else None
+    result = compare(base_recs, recs, _thresholds(sqnr_drop, latency_ratio)) if base_recs is not None else None
+    cmode = comment.CommentMode(mode)
+    if cmode is comment.CommentMode.OFF:
+        click.echo("comment: off")
+        return
+    pub = _publisher(repo, token_env, api_url)
+    if pr is None and event_path is not None:
+        event = json.loads(event_path.read_text())
+        pr = pub.pr_for_workflow_run(event.get("workflow_run") or {})
+        if pr is None:
+            click.echo("comment: the workflow_run event has no pull request; nothing to do")
+            return
+    if pr is None:
+        raise UserError("publish comment needs --pr or --event-path")
+    body = comment.render(key, header, recs, result, comment.Links(run_url, artifact_url), base_records=base_recs)
+    action, cid = pub.upsert_comment(pr, key, body, create=cmode.wants(result, len(failures(recs))))
+    click.echo(f"comment: {action} {cid or ''} on #{pr}".rstrip())
+
+
+@publish.command("check")
+@click.option("--results", type=click.Path(path_type=Path), required=True)
+@click.option("--sha", required=True, help="Commit to attach the check (or status) to.")
+@click.option("--name", default="bti", show_default=True, help="Check-run name / status context.")
+@click.option("--details-url", help="Link shown on the check.")
+@_with(_gh_opts)
+def publish_check(results: Path, sha: str, name: str, details_url: str | None, repo: str, token_env: str, api_url: str | None) -> None:
+    """A check run with the summary and one annotation per failure; a commit status if check runs are not allowed."""
+    from harness.github.events import SHA
+    from harness.github.publisher import Annotation
+    from harness.report import markdown
+    from harness.report.summary import failures
+
+    if not SHA.fullmatch(sha):
+        raise UserError(f"--sha {sha!r}: expected 40 hex characters")
+    header, recs = _read(results)
+    fails = failures(recs)
+    summary = markdown.render(header, recs, limit=60_000)
+    annotations = [Annotation(path=".github", title=r["id"], message=f"{r['status']}: {r.get('detail', '')}") for r in fails]
+    title = f"{len(fails)} unexpected failure(s)" if fails else f"{len(recs)} items: no unexpected failures"
+    how = _publisher(repo, token_env, api_url).check(sha, name, "failure" if fails else "success", title, summary,
+                                                      annotations=annotations, details_url=details_url)
+    click.echo(f"check: published as {how}")
+
+
+@publish.command("badge")
+@click.option("--results", type=click.Path(path_type=Path), required=True)
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
+@click.option("--branch", help="Also commit badge.svg/badge.json to this existing branch of --repo.")
+@click.option("--repo", help="owner/name (with --branch).")
+@click.option("--token-env", default="GITHUB_TOKEN", show_default=True)
+@click.option("--api-url", envvar="GITHUB_API_URL")
+def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | None, token_env: str, api_url: str | None) -> None:
+    """Write badge SVG + shields.io endpoint JSON; optionally commit them to a branch."""
+    from harness.report import badge
+
+    header, recs = _read(results)
+    paths = badge.write(header, recs, out_dir)
+    for p in paths.values():
+        click.echo(f"badge\t{p}")
+    if branch:
+        if not repo:
+            raise UserError("--branch needs --repo")
+        pub = _publisher(repo, token_env, api_url)
+        for name, p in paths.items():
+            action = pub.commit_file(branch, name, p.read_bytes(), f"bti: update {name}")
+            click.echo(f"badge\t{name}\t{action} on {branch}")
+
+
+@click.command("dispatch")
+@click.option("--to", "targets", multiple=True, required=True, help="Vendor repo (owner/name) to notify; repeatable or comma-separated.")
+@click.option("--event-type", default="upstream-pull-request", show_default=True)
+@click.option("--repo", "src_repo", required=True, help="The upstream repo being tested (owner/name).")
+@click.option("--sha", required=True)
+@click.option("--pr", type=int)
+@click.option("--ref", default="")
+@click.option("--suites", default="")
+@click.option("--recipes", default="")
+@click.option("--token-env", default="GITHUB_TOKEN", show_default=True)
+@click.option("--api-url", envvar="GITHUB_API_URL")
+def dispatch(targets: tuple[str, ...], event_type: str, src_repo: str, sha: str, pr: int | None, ref: str, suites: str,
+             recipes: str, token_env: str, api_url: str | None) -> None:
+    """Send a repository_dispatch (compact payload) to each vendor repo."""
+    from harness.github.client import make_github
+    from harness.github.events import parse_dispatch
+    from harness.github.publisher import Publisher
+
+    payload = {"repo": src_repo, "sha": sha, "pr": pr, "ref": ref, "suites": suites, "recipes": recipes}
+    payload = {k: v for k, v in payload.items() if v not in (None, "")}
+    parse_dispatch({"action": event_type, "client_payload": payload})  # what the receiver will check
+    gh = make_github(os.environ.get(token_env, ""), api_url)
+    repos = [r.strip() for t in targets for r in t.split(",") if r.strip()]
+    for target in repos:
+        Publisher(gh, target).dispatch(event_type, payload)
+        click.echo(f"dispatch: {event_type} -> {target}")
+
+
+@click.group("event")
+def event() -> None:
+    """Read GitHub event payloads inside workflows."""
+
+
+@event.command("dispatch")
+@click.option("--event-path", type=click.Path(path_type=Path), envvar="GITHUB_EVENT_PATH", required=True)
+@click.option("--github-output", type=click.Path(path_type=Path), envvar="GITHUB_OUTPUT", help="Append key=value outputs here.")
+def event_dispatch(event_path: Path, github_output: Path | None) -> None:
+    """Validate a repository_dispatch payload (compact or relay form) and emit its fields."""
+    from harness.github.events import parse_dispatch, write_github_output
+
+    try:
+        payload = json.loads(event_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{event_path}: cannot read the event payload: {exc}") from None
+    if not isinstance(payload, dict):
+        raise UserError(f"{event_path}: the event payload is not an object")
+    req = parse_dispatch(payload)
+    for k, v in req.outputs().items():
+        click.echo(f"{k}={v}")
+    if github_output:
+        write_github_output(str(github_output), req.outputs())
+
+
+def register(cli: click.Group) -> None:
+    for cmd in (compare_cmd, publish, dispatch, event):
+        cli.add_command(cmd)

@@ -1,0 +1,51 @@
+"""Status badges: an SVG via anybadge plus the shields.io endpoint JSON (torch-free)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.report.summary import RecipeSummary, by_recipe
+from harness.results import Record, atomic_write_text
+
+# pass-rate floor (%) -> colour; the first floor reached wins
+THRESHOLDS: tuple[tuple[float, str], ...] = ((95.0, "brightgreen"), (80.0, "yellowgreen"), (50.0, "orange"), (0.0, "red"))
+_HEX = {"brightgreen": "#4c1", "yellowgreen": "#a4a61d", "orange": "#fe7d37", "red": "#e05d44", "lightgrey": "#9f9f9f"}
+
+
+def colour(passed: int, ran: int) -> str:
+    if ran == 0:
+        return "lightgrey"
+    rate = 100.0 * passed / ran
+    return next(c for floor, c in THRESHOLDS if rate >= floor)
+
+
+def badge_fields(summaries: list[RecipeSummary], label: str) -> dict[str, Any]:
+    passed = sum(s.passed for s in summaries)
+    ran = sum(s.ran for s in summaries)
+    message = f"{passed}/{ran}" if ran else "unavailable"
+    return {"schemaVersion": 1, "label": label, "message": message, "color": colour(passed, ran)}
+
+
+def svg(fields: dict[str, Any]) -> str:
+    import anybadge
+
+    badge = anybadge.Badge(label=fields["label"], value=fields["message"], default_color=_HEX[fields["color"]])
+    return str(badge.badge_svg_text)
+
+
+def write(header: dict[str, Any], records: list[Record], out_dir: Path) -> dict[str, Path]:
+    """``badge.svg``/``badge.json`` for the whole run, plus ``badge-<recipe>.{svg,json}`` per recipe."""
+    summaries = by_recipe(header, records)
+    suites = "+".join(header.get("suites") or []) or "bti"
+    targets = [("badge", list(summaries.values()), f"bti {suites}")]
+    targets += [(f"badge-{name}", [s], f"{name} {suites}") for name, s in summaries.items()]
+    paths: dict[str, Path] = {}
+    for stem, group, label in targets:
+        fields = badge_fields(group, label)
+        paths[f"{stem}.json"] = out_dir / f"{stem}.json"
+        atomic_write_text(paths[f"{stem}.json"], json.dumps(fields, sort_keys=True) + "\n")
+        paths[f"{stem}.svg"] = out_dir / f"{stem}.svg"
+        atomic_write_text(paths[f"{stem}.svg"], svg(fields))
+    return paths

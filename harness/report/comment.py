@@ -1,0 +1,114 @@
+"""The sticky PR comment body (torch-free): the delta against the base first, then per-recipe pass
+rates, then capped lists of new failures with their first error lines, then links. Kept under
+GitHub's 65,536-character limit with a note when truncated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from harness.report.compare import Change, Comparison
+from harness.report.summary import by_recipe, failures
+from harness.results import Record
+
+LIMIT = 65_536
+CAP_FAILURES = 50
+CAP_OTHER = 20
+
+
+class CommentMode(Enum):
+    """When to post: ``always``; ``changes`` (only when the delta is non-empty); ``failures``
+    (only when head has unexpected failures); ``off``. An existing sticky comment is always kept
+    current, so it never shows stale numbers."""
+
+    ALWAYS = "always"
+    CHANGES = "changes"
+    FAILURES = "failures"
+    OFF = "off"
+
+    def wants(self, comparison: Comparison | None, head_failures: int) -> bool:
+        if self is CommentMode.ALWAYS:
+            return True
+        if self is CommentMode.CHANGES:
+            return comparison is None or comparison.changed
+        if self is CommentMode.FAILURES:
+            return head_failures > 0
+        return False
+
+
+def marker(key: str) -> str:
+    return f"<!-- bti:comment:{key} -->"
+
+
+@dataclass(frozen=True)
+class Links:
+    run_url: str | None = None
+    artifact_url: str | None = None
+
+
+def _esc(text: str) -> str:
+    return " ".join(text.replace("|", "\\|").replace("`", "'").split())[:240]
+
+
+def _change_rows(changes: list[Change], cap: int, show_detail: bool = True) -> list[str]:
+    rows = ["| item | base | head |" + (" first error line |" if show_detail else ""),
+            "|---|---|---|" + ("---|" if show_detail else "")]
+    for c in changes[:cap]:
+        row = f"| `{c.id}` | {c.base or '—'} | {c.head or '—'} |"
+        rows.append(row + (f" {_esc(c.detail)} |" if show_detail else ""))
+    if len(changes) > cap:
+        rows.append(f"\n…and {len(changes) - cap} more (see the artifacts).")
+    return rows
+
+
+def render(key: str, header: dict[str, Any], records: list[Record], comparison: Comparison | None,
+           links: Links = Links(), base_records: list[Record] | None = None, limit: int = LIMIT) -> str:
+    fails = failures(records)
+    verdict = "✅ no unexpected failures" if not fails else f"❌ {len(fails)} unexpected failure(s)"
+    out = [marker(key), f"## bti `{key}`: {verdict}", ""]
+    if comparison is not None:
+        c = comparison.counts()
+        out += ["### Against the base", "",
+                f"**{c['new_failures']}** new failure(s) · **{c['fixed']}** fixed · {c['status_changes']} other status change(s) · "
+                f"{c['drift']} numeric drift · {c['latency']} latency regression(s) · {c['added']} added · {c['removed']} removed", ""]
+    else:
+        out += ["_No base results to compare against._", ""]
+    base_rates = by_recipe({}, base_records) if base_records else {}
+    out += ["### Pass rate per recipe", "", "| recipe | passed | ran | rate | vs base |", "|---|---:|---:|---:|---:|"]
+    for name, s in by_recipe(header, records).items():
+        rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
+        delta = ""
+        if name in base_rates and base_rates[name].ran and s.ran:
+            d = s.pass_rate - base_rates[name].pass_rate
+            delta = f"{d:+.1f} pp" if abs(d) >= 0.05 else "="
+        out.append(f"| `{name}` | {s.passed} | {s.ran} | {rate} | {delta} |")
+    out.append("")
+    if comparison is not None:
+        sections = [("New failures", comparison.new_failures, CAP_FAILURES, True), ("Fixed", comparison.fixed, CAP_OTHER, False),
+                    ("Numeric drift", comparison.drift, CAP_OTHER, True), ("Latency regressions", comparison.latency, CAP_OTHER, True),
+                    ("Other status changes", comparison.status_changes, CAP_OTHER, True)]
+        for title, changes, cap, detail in sections:
+            if changes:
+                out += [f"### {title} ({len(changes)})", "", *_change_rows(changes, cap, detail), ""]
+    elif fails:
+        rows = [Change(r["id"], None, r["status"], r.get("detail", ""), r["recipe"]) for r in fails]
+        out += [f"### Unexpected failures ({len(fails)})", "", *_change_rows(rows, CAP_FAILURES), ""]
+    link_bits = []
+    if links.run_url:
+        link_bits.append(f"[workflow run]({links.run_url})")
+    if links.artifact_url:
+        link_bits.append(f"[artifacts (JSONL, JUnit, HTML)]({links.artifact_url})")
+    if link_bits:
+        out += [" · ".join(link_bits), ""]
+    return _fit("\n".join(out), limit, link_bits)
+
+
+def _fit(text: str, limit: int, link_bits: list[str]) -> str:
+    if len(text) <= limit:
+        return text
+    note = "\n\n_…comment truncated to fit GitHub's limit; the full results are in the artifacts._\n"
+    tail = ("\n" + " · ".join(link_bits) + "\n") if link_bits else ""
+    budget = limit - len(note) - len(tail)
+    cut = text.rfind("\n", 0, budget)
+    return text[: cut if cut > 0 else budget] + note + tail

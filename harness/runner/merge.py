@@ -1,0 +1,47 @@
+"""``bti merge``: join shard results into one JSONL equal to an unsharded run (torch-free).
+
+Shards must come from the same recipes (same content hashes) and be disjoint. Records are
+written in item-id order so merged files are byte-stable whatever order the shards finished in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import ResultsError
+from harness.results import Header, Record, ResultsWriter, read_results
+
+
+def merge(inputs: list[Path], out: Path) -> tuple[Header, list[Record]]:
+    if not inputs:
+        raise ResultsError("bti merge needs at least one results file")
+    headers: list[Header] = []
+    records: dict[str, Record] = {}
+    origin: dict[str, Path] = {}
+    for path in inputs:
+        header, recs = read_results(path)
+        if headers and header.get("recipes") != headers[0].get("recipes"):
+            raise ResultsError(f"{path}: recipes or recipe hashes differ from {inputs[0]}; shards must run the same recipes")
+        headers.append(header)
+        for rec in recs:
+            if rec["id"] in records and origin[rec["id"]] != path:
+                raise ResultsError(f"{path}: item {rec['id']} is also in {origin[rec['id']]}; shards must be disjoint")
+            records[rec["id"]] = rec
+            origin[rec["id"]] = path
+    first = headers[0]
+    merged: Header = {**first, "shard": None}  # type: ignore[typeddict-item]
+    merged["merged_from"] = [  # type: ignore[typeddict-unknown-key]
+        {"run_id": h.get("run_id"), "shard": h.get("shard")} for h in headers
+    ]
+    info: dict = {}
+    for h in headers:
+        info.update(h.get("recipe_info") or {})  # type: ignore[attr-defined]
+    if info:
+        merged["recipe_info"] = info  # type: ignore[typeddict-unknown-key]
+    ordered = [records[k] for k in sorted(records)]
+    if out.exists():
+        out.unlink()
+    with ResultsWriter(out, merged) as writer:
+        for rec in ordered:
+            writer.write(rec)
+    return merged, ordered

@@ -1,0 +1,184 @@
+"""PyGithub over real HTTP against a loopback GitHub (tests/github_fake.py served by pytest-httpserver)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+from github import GithubRetry
+
+from harness.github.client import PublishError, make_github
+from harness.github.publisher import Annotation, Publisher
+from harness.report import comment
+from harness.report.compare import compare
+from harness.results import read_results
+
+from .conftest import TESTS
+from .github_fake import FakeGitHub
+
+WEBHOOKS = TESTS.parent.parent / "shared" / "fixtures" / "github-webhooks"
+GOLDEN = TESTS / "golden"
+TOKEN = "ghp_TOPSECRET0123456789"
+SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+
+
+@pytest.fixture
+def fake(httpserver) -> FakeGitHub:
+    gh = FakeGitHub(httpserver.url_for("/"))
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(gh)
+    return gh
+
+
+def publisher(fake: FakeGitHub, **retry: float) -> Publisher:
+    r = GithubRetry(total=int(retry.get("total", 3)), backoff_factor=retry.get("backoff", 0.01))
+    return Publisher(make_github(TOKEN, fake.base, retry=r, throttle=False), fake.repo)
+
+
+def golden_body(key: str = "xnnpack") -> str:
+    header, recs = read_results(GOLDEN / "results.jsonl")
+    base = [dict(r, status="PASS", detail="") if r["recipe"] == "fault-perturb" else r for r in recs]
+    return comment.render(key, dict(header), recs, compare(base, recs), comment.Links("https://run", "https://artifacts"), base)
+
+
+def test_sticky_comment_created_once_then_edited(fake: FakeGitHub) -> None:
+    pub = publisher(fake)
+    fake.comments[2] = [{"id": 1, "body": "a human comment"}]
+    actions = [pub.upsert_comment(2, "xnnpack", golden_body() + f"\nrun {i}") [0] for i in range(3)]
+    assert actions == ["created", "updated", "updated"]
+    ours = [c for c in fake.comments[2] if comment.marker("xnnpack") in c["body"]]
+    assert len(ours) == 1 and ours[0]["body"].endswith("run 2")
+    assert pub.upsert_comment(2, "xnnpack", ours[0]["body"])[0] == "unchanged"
+    pub.upsert_comment(2, "portable", golden_body("portable"))  # another key owns another comment
+    assert len(fake.comments[2]) == 3
+    assert not any(path == "/user" for _, path, _ in fake.log)  # GITHUB_TOKEN gets 403 there
+
+
+def test_comment_found_across_pages(fake: FakeGitHub) -> None:
+    fake.comments[5] = [{"id": i, "body": f"noise {i}"} for i in range(75)]
+    pub = publisher(fake)
+    pub.upsert_comment(5, "k", comment.marker("k") + " first")
+    assert pub.upsert_comment(5, "k", comment.marker("k") + " second")[0] == "updated"
+    assert sum(comment.marker("k") in c["body"] for c in fake.comments[5]) == 1
+
+
+def test_comment_truncates_gracefully(fake: FakeGitHub) -> None:
+    header, recs = read_results(GOLDEN / "results.jsonl")
+    many = [dict(recs[0], id=f"op.big.case{i}[float32,static]@xnnpack", status="FAIL_RUN", detail="boom " * 60) for i in range(3000)]
+    body = comment.render("big", dict(header), many, compare([], many), comment.Links("https://run/1", "https://art/1"), limit=8_000)
+    assert len(body) <= 8_000 and "comment truncated" in body and body.rstrip().endswith("[artifacts (JSONL, JUnit, HTML)](https://art/1)")
+    full = comment.render("big", dict(header), many, compare([], many))
+    assert len(full) <= comment.LIMIT
+    publisher(fake).upsert_comment(3, "big", full)
+    assert len(fake.comments[3][0]["body"]) <= 65_536
+
+
+def test_comment_modes() -> None:
+    header, recs = read_results(GOLDEN / "results.jsonl")
+    same = compare(recs, recs)
+    assert not comment.CommentMode.CHANGES.wants(same, 3)
+    assert comment.CommentMode.CHANGES.wants(compare([], recs), 0)
+    assert comment.CommentMode.FAILURES.wants(same, 1) and not comment.CommentMode.FAILURES.wants(same, 0)
+    assert comment.CommentMode.ALWAYS.wants(same, 0) and not comment.CommentMode.OFF.wants(same, 9)
+
+
+def test_check_run_batches_annotations(fake: FakeGitHub) -> None:
+    notes = [Annotation(".github", f"failure {i}", f"item {i}") for i in range(120)]
+    how = publisher(fake).check(SHA, "bti", "failure", "120 failures", "x" * 70_000, annotations=notes)
+    assert how == "check_run"
+    (run,) = fake.check_runs.values()
+    assert run["annotations_batches"] == [50, 50, 20]
+    assert len(run["output"]["summary"]) == 65_535
+
+
+def test_check_falls_back_to_commit_status(fake: FakeGitHub) -> None:
+    fake.checks_allowed = False
+    how = publisher(fake).check(SHA, "bti/xnnpack", "failure", "3 unexpected failures", "summary", details_url="https://run")
+    assert how == "status" and not fake.check_runs
+    assert fake.statuses == [{"state": "failure", "target_url": "https://run", "description": "3 unexpected failures",
+                              "context": "bti/xnnpack", "sha": SHA}]
+
+
+def test_retry_after_403_rate_limit(fake: FakeGitHub) -> None:
+    fake.inject("POST", r"/repos/.*/issues/\d+/comments", 403, times=1, **{"Retry-After": "1"})
+    t0 = time.monotonic()
+    assert publisher(fake).upsert_comment(7, "k", comment.marker("k"))[0] == "created"
+    assert time.monotonic() - t0 >= 1.0  # honoured Retry-After
+    posts = [p for m, p, _ in fake.log if m == "POST"]
+    assert len(posts) == 2 and len(fake.comments[7]) == 1
+
+
+def test_5xx_is_retried_then_reported_clearly(fake: FakeGitHub) -> None:
+    fake.inject("GET", r"/repos/octo-org/octo-repo", 502, times=2)
+    assert publisher(fake).upsert_comment(8, "k", comment.marker("k"))[0] == "created"
+    fake.inject("GET", r"/repos/octo-org/octo-repo", 500, times=50)
+    with pytest.raises(PublishError) as info:
+        publisher(fake, total=2).upsert_comment(8, "k", comment.marker("k"))
+    text = info.value.one_line()
+    assert "GitHub API: GET repository octo-org/octo-repo failed" in text and TOKEN not in text
+
+
+def test_404_has_a_clear_message(fake: FakeGitHub) -> None:
+    pub = Publisher(make_github(TOKEN, fake.base, retry=GithubRetry(total=1), throttle=False), "nobody/missing")
+    with pytest.raises(PublishError) as info:
+        pub.upsert_comment(1, "k", comment.marker("k"))
+    assert re.search("failed with 404 .*check the repository name", info.value.one_line())
+
+
+def test_fork_pr_found_from_workflow_run_event(fake: FakeGitHub) -> None:
+    event = json.loads((WEBHOOKS / "workflow_run.completed.payload.json").read_text())
+    run = event["workflow_run"]
+    assert run["pull_requests"] == []  # what GitHub sends for fork PRs
+    fake.pulls = [{"number": 41, "head": {"sha": "0" * 40, "ref": run["head_branch"], "repo_owner": "someone"}},
+                  {"number": 42, "head": {"sha": run["head_sha"], "ref": run["head_branch"],
+                                          "repo_owner": run["head_repository"]["owner"]["login"]}}]
+    assert publisher(fake).pr_for_workflow_run(run) == 42
+    with_prs = json.loads((WEBHOOKS / "workflow_run.completed.with-pull-requests.payload.json").read_text())
+    assert publisher(fake).pr_for_workflow_run(with_prs["workflow_run"]) == 2
+
+
+def test_cli_publish_comment_via_workflow_run_event(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    event = json.loads((WEBHOOKS / "workflow_run.completed.payload.json").read_text())
+    run = event["workflow_run"]
+    fake.pulls = [{"number": 9, "head": {"sha": run["head_sha"], "ref": run["head_branch"],
+                                         "repo_owner": run["head_repository"]["owner"]["login"]}}]
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    args = ["publish", "comment", "--results", str(GOLDEN / "results.jsonl"), "--base", str(GOLDEN / "results.jsonl"),
+            "--repo", fake.repo, "--event-path", str(WEBHOOKS / "workflow_run.completed.payload.json"), "--key", "vendor"]
+    for _ in range(3):
+        res = bti(*args, env=env)
+        assert res.code == 0, res.err
+    assert len(fake.comments[9]) == 1 and comment.marker("vendor") in fake.comments[9][0]["body"]
+    assert TOKEN not in res.out + res.err
+
+
+def test_cli_dispatch_and_errors_never_print_the_token(fake: FakeGitHub, bti) -> None:
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    res = bti("dispatch", "--to", "vendor-a/x,vendor-b/y", "--event-type", "upstream-pull-request", "--repo", "pytorch/pytorch",
+              "--sha", SHA, "--pr", "12", "--ref", "feature/x", "--suites", "ops", "--recipes", "xnnpack,portable", env=env)
+    assert res.code == 0, res.err
+    assert [r for r, _ in fake.dispatches] == ["vendor-a/x", "vendor-b/y"]
+    body = fake.dispatches[0][1]
+    assert body["event_type"] == "upstream-pull-request"
+    assert body["client_payload"] == {"repo": "pytorch/pytorch", "sha": SHA, "pr": 12, "ref": "feature/x", "suites": "ops",
+                                      "recipes": "xnnpack,portable"}
+    bad = bti("dispatch", "--to", "vendor-a/x", "--repo", "pytorch/pytorch", "--sha", "not-a-sha", env=env)
+    assert bad.code == 2 and "client_payload.sha: expected 40 hex characters" in bad.err
+    missing = bti("publish", "comment", "--results", str(GOLDEN / "results.jsonl"), "--repo", "nobody/missing", "--pr", "1", env=env)
+    assert missing.code == 2 and "404" in missing.err and TOKEN not in missing.err + missing.out
+    assert len(missing.err.strip().splitlines()) == 1
+
+
+def test_cli_check_and_badge_branch(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    res = bti("publish", "check", "--results", str(GOLDEN / "results.jsonl"), "--repo", fake.repo, "--sha", SHA, env=env)
+    assert res.code == 0 and "check_run" in res.out
+    (run,) = fake.check_runs.values()
+    assert run["conclusion"] == "failure" and run["output"]["summary"].startswith("# bti results")
+    res = bti("publish", "badge", "--results", str(GOLDEN / "results.jsonl"), "-o", str(tmp_path), "--branch", "badges",
+              "--repo", fake.repo, env=env)
+    assert res.code == 0, res.err
+    assert json.loads(fake.files[("badges", "badge.json")])["schemaVersion"] == 1
+    assert fake.files[("badges", "badge.svg")].startswith(b"<?xml") or b"<svg" in fake.files[("badges", "badge.svg")]
