@@ -185,8 +185,9 @@ def validate(files: tuple[Path, ...]) -> None:
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
 @click.option("--format", "formats", default="junit,md,csv,html,badge", show_default=True, help="Comma-separated: junit, md, csv, html, badge.")
 @click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
+@click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
 @click.option("--quiet", is_flag=True)
-def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, quiet: bool) -> None:
+def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, quiet: bool) -> None:
     """Write JUnit XML, Markdown, CSV (and HTML, badge) from a results JSONL. Never imports torch."""
     from harness.report import write_reports
 
@@ -198,6 +199,14 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     if step_summary and "md" in paths:
         with step_summary.open("a", encoding="utf-8") as fh:
             fh.write(paths["md"].read_text(encoding="utf-8"))
+    if github_output:
+        from harness.results import latest_by_id, read_results, status_of
+
+        latest = list(latest_by_id(read_results(jsonl)[1]).values())
+        counts = {"passed": sum(status_of(r).is_pass for r in latest), "failed": sum(status_of(r).is_failure for r in latest),
+                  "total": len(latest)}
+        with github_output.open("a", encoding="utf-8") as fh:
+            fh.writelines(f"{k}={v}\n" for k, v in counts.items())
     if not quiet:
         for kind, path in paths.items():
             click.echo(f"{kind}\t{path}")

@@ -1,4 +1,5 @@
-"""Regenerate the README's CLI reference from `bti --help` (run: python scripts/gen_cli_reference.py)."""
+"""Regenerate the README's generated sections: the CLI reference from `bti --help` and the
+composite action's inputs/outputs from action.yml (run: python scripts/gen_cli_reference.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- cli-reference:begin -->", "<!-- cli-reference:end -->"
+ABEGIN, AEND = "<!-- action-inputs:begin -->", "<!-- action-inputs:end -->"
 
 
 def reference() -> str:
@@ -24,10 +26,27 @@ def reference() -> str:
     return "\n\n".join(parts)
 
 
+def action_table() -> str:
+    import yaml
+
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    rows = ["| input | default | description |", "|---|---|---|"]
+    for name, spec in action["inputs"].items():
+        default = spec.get("default", "")
+        rows.append(f"| `{name}` | {f'`{default}`' if default else '—'} | {spec['description']} |")
+    rows += ["", "| output | description |", "|---|---|"]
+    rows += [f"| `{name}` | {spec['description']} |" for name, spec in action["outputs"].items()]
+    return "\n".join(rows)
+
+
+def _between(text: str, begin: str, end: str, body: str) -> str:
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
 def render(readme: str) -> str:
-    head, rest = readme.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{reference()}\n{END}{tail}"
+    return _between(_between(readme, BEGIN, END, reference()), ABEGIN, AEND, action_table())
 
 
 def main() -> int:

@@ -76,7 +76,7 @@ def test_comment_truncates_gracefully(fake: FakeGitHub) -> None:
 
 
 def test_comment_modes() -> None:
-    header, recs = read_results(GOLDEN / "results.jsonl")
+    _header, recs = read_results(GOLDEN / "results.jsonl")
     same = compare(recs, recs)
     assert not comment.CommentMode.CHANGES.wants(same, 3)
     assert comment.CommentMode.CHANGES.wants(compare([], recs), 0)

