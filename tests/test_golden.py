@@ -55,3 +55,42 @@ def test_readme_cli_reference_is_current() -> None:
 
     res = subprocess.run([sys.executable, str(TESTS.parent / "scripts" / "gen_cli_reference.py"), "--check"])
     assert res.returncode == 0, "README CLI reference is stale: run python scripts/gen_cli_reference.py"
+
+
+def _base(records):
+    """A base run where the fault-perturb failure still passed and one item did not exist yet."""
+    out = [dict(r, status="PASS", detail="") if r["recipe"] == "fault-perturb" else r for r in records]
+    return [r for r in out if r["id"] != "op.neg.a[float32,static]@portable"]
+
+
+def test_comment_golden(results, update_golden: bool) -> None:
+    from harness.report import comment
+    from harness.report.compare import compare
+
+    header, records = results
+    body = comment.render("xnnpack", header, records, compare(_base(records), records),
+                          comment.Links("https://github.com/o/r/actions/runs/1", "https://github.com/o/r/actions/runs/1#artifacts"),
+                          base_records=_base(records))
+    check("comment.md", body, update_golden)
+
+
+def test_badge_json_golden(results, tmp_path: Path, update_golden: bool) -> None:
+    from harness.report import badge
+
+    paths = badge.write(*results, tmp_path)
+    check("badge.json", paths["badge.json"].read_text(), update_golden)
+    check("badge-portable.json", paths["badge-portable.json"].read_text(), update_golden)
+    assert "<svg" in paths["badge.svg"].read_text()
+
+
+def test_compare_cli_exit_codes(bti, tmp_path: Path, results) -> None:
+    import json
+
+    header, records = results
+    base = tmp_path / "base.jsonl"
+    base.write_text("\n".join(json.dumps(x) for x in [header, *_base(records)]) + "\n")
+    head = GOLDEN / "results.jsonl"
+    res = bti("compare", str(base), str(head), "--json", str(tmp_path / "c.json"))
+    assert res.code == 1 and "new_failures\t1" in res.out and "added\t1" in res.out
+    assert bti("compare", str(head), str(head)).code == 0
+    assert bti("compare", str(head), str(base)).code == 0  # the reverse only fixes things and removes one

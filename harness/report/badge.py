@@ -38,7 +38,7 @@ def svg(fields: dict[str, Any]) -> str:
 def write(header: dict[str, Any], records: list[Record], out_dir: Path) -> dict[str, Path]:
     """``badge.svg``/``badge.json`` for the whole run, plus ``badge-<recipe>.{svg,json}`` per recipe."""
     summaries = by_recipe(header, records)
-    suites = "+".join(header.get("suites") or []) or "bti"
+    suites = "+".join(Path(s).stem if s.endswith((".yaml", ".yml")) else s for s in header.get("suites") or []) or "bti"
     targets = [("badge", list(summaries.values()), f"bti {suites}")]
     targets += [(f"badge-{name}", [s], f"{name} {suites}") for name, s in summaries.items()]
     paths: dict[str, Path] = {}
