@@ -69,6 +69,7 @@ class Record(TypedDict, total=False):
     stages: dict[str, float]  # seconds per Stage value
     partition: dict[str, Any]  # delegated_nodes, total_nodes, delegated_ops, undelegated_ops ...
     pte_bytes: int
+    pte_sha256: str  # the serialized program's hash: identical inputs must give identical programs
     delegate_blobs: list[dict[str, Any]]  # [{"backend": "XnnpackBackend", "bytes": 896}]
     outputs: list[OutputStats]
     accuracy: dict[str, Any]  # model-level metrics (top-1 agreement ...)

@@ -8,6 +8,7 @@ eager model or of ``torch.export`` is FAIL_EXPORT — not the backend's fault.
 
 from __future__ import annotations
 
+import hashlib
 import resource
 import time
 import traceback
@@ -141,6 +142,7 @@ class Group:
 
         from harness.spec.build import build_op
         from harness.spec.build_model import build_model
+        from harness.suites.upstream import build_upstream
 
         self.times: dict[str, float] = {}
         self.failure: StageFailure | None = None
@@ -149,7 +151,7 @@ class Group:
         self.ep: Any = None
         try:
             with timed(Stage.EXPORT, self.times):
-                builder = build_model if item.case.kind == "model" else build_op
+                builder = {"model": build_model, "upstream": build_upstream}.get(item.case.kind, build_op)
                 self.built = builder(item.case, item.axes, item.seed)
                 self.ref = reference(self.built)
                 self.ep = torch.export.export(
@@ -194,6 +196,7 @@ def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: di
     with timed(Stage.SERIALIZE, times):
         blob, blobs = backend.serialize(lowered)
     rec["pte_bytes"] = len(blob)
+    rec["pte_sha256"] = hashlib.sha256(blob).hexdigest()
     rec["delegate_blobs"] = blobs
     with timed(Stage.LOAD, times):
         handle = backend.load(blob)

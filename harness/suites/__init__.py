@@ -9,7 +9,7 @@ from harness.spec.case import Case
 
 HERE = Path(__file__).parent
 YAML_SUITES = {"ops": HERE / "ops.yaml", "smoke": HERE / "smoke.yaml"}
-PY_SUITES = ("models",)
+PY_SUITES = ("models", "executorch-upstream-ops")
 DEFAULT_SUITES = ("ops", "models")
 
 
@@ -26,6 +26,10 @@ def load_suites(names: list[str] | tuple[str, ...]) -> list[Case]:
             from harness.suites.models import model_cases
 
             cases.extend(model_cases())
+        elif name == "executorch-upstream-ops":
+            from harness.suites.upstream import upstream_cases
+
+            cases.extend(upstream_cases())
         elif name in YAML_SUITES:
             cases.extend(load_suite(YAML_SUITES[name], name=name))
         elif Path(name).suffix in (".yaml", ".yml"):

@@ -1,0 +1,121 @@
+"""Sweep throughput: the upstream ExecuTorch backend suite vs bti on the same cases, bti cold vs
+warm cache on the starter op suite, the floor, harness overhead and peak RSS. One run, one table.
+
+    .venv/bin/python benchmarks/throughput.py            # everything (about 10 minutes on 2 cores)
+    .venv/bin/python benchmarks/throughput.py --skip-upstream
+
+The floor is the summed in-process cost of the unavoidable work of every executed item (build the
+module and inputs, eager reference, torch.export — once per group — then quantize, lower,
+serialize, load, run, compare), as timed inside the workers, divided by the worker count. Overhead
+is wall time above the floor: process start, imports, IPC, result writing, reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM_FILES = ["abs", "add", "cat", "clamp", "conv2d", "div", "exp", "gelu", "linear", "maxpool2d", "mean", "mul",
+                  "permute", "relu", "sigmoid"]
+
+
+def bti(args: list[str], env: dict[str, str] | None = None) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, env={**os.environ, **(env or {})},
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t0
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()[1:]]
+
+
+def floor_seconds(recs: list[dict], workers: int) -> float:
+    total, seen_groups = 0.0, set()
+    for r in recs:
+        if r.get("cached") or r["status"] in ("SKIP", "UNAVAILABLE"):
+            continue
+        stages = dict(r.get("stages") or {})
+        group = r["id"].rsplit("@", 1)[0]
+        export = stages.pop("export", 0.0)
+        if group not in seen_groups:  # build + reference + export happen once per group
+            total += export
+            seen_groups.add(group)
+        total += sum(stages.values())
+    return total / workers
+
+
+def upstream(files: list[str], jobs: int) -> tuple[int, float]:
+    suite = Path(__import__("executorch").__file__).parent / "backends" / "test" / "suite" / "operators"
+    paths = [str(suite / f"test_{f}.py") for f in files]
+    t0 = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "pytest", "-n", str(jobs), "-q", "-p", "no:cacheprovider", "-m", "flow_xnnpack",
+                          "--rootdir", str(suite.parent), *paths], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    tail = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else res.stderr[-300:]
+    counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|error)", tail)}
+    executed = counts.get("passed", 0) + counts.get("failed", 0)
+    print(f"  upstream pytest: {tail}", flush=True)
+    return executed, wall
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--suite", default="ops")
+    ap.add_argument("--recipe", default="xnnpack")
+    ap.add_argument("--skip-upstream", action="store_true")
+    ns = ap.parse_args()
+    rows: list[tuple[str, str, str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        if not ns.skip_upstream:
+            n_up, wall_up = upstream(UPSTREAM_FILES, ns.jobs)
+            rows.append(("upstream suite (pytest -n 2, xnnpack flow)", f"{60 * n_up / wall_up:.1f}",
+                         f"{n_up} tests in {wall_up:.0f} s: pytest -n {ns.jobs} -m flow_xnnpack test_{{{','.join(UPSTREAM_FILES)}}}.py"))
+            filters = [a for f in UPSTREAM_FILES for a in ("-k", f"op.{f}.*")]
+            wall = bti(["run", "-s", "executorch-upstream-ops", "-r", "xnnpack", *filters, "-j", str(ns.jobs), "--no-reuse",
+                        "-o", str(t / "up")])
+            up_recs = [r for r in records(t / "up" / "results.jsonl") if r["status"] not in ("SKIP", "UNAVAILABLE")]
+            rate = 60 * len(up_recs) / wall
+            rows.append(("bti, same upstream cases (cold)", f"{rate:.1f}",
+                         f"{len(up_recs)} items in {wall:.0f} s: bti run -s executorch-upstream-ops -r xnnpack -k 'op.<file>.*' -j {ns.jobs} --no-reuse"))
+            rows.append(("  ratio bti / upstream", f"{rate / (60 * n_up / wall_up):.1f}x", "same files, same flow, both on 2 workers"))
+        common = ["run", "-s", ns.suite, "-r", ns.recipe, "-j", str(ns.jobs)]
+        wall_cold = bti([*common, "--no-reuse", "-o", str(t / "cold")])
+        cold = records(t / "cold" / "results.jsonl")
+        executed = [r for r in cold if r["status"] not in ("SKIP", "UNAVAILABLE")]
+        rows.append((f"bti cold ({ns.suite} on {ns.recipe})", f"{60 * len(executed) / wall_cold:.1f}",
+                     f"{len(executed)} items in {wall_cold:.1f} s: bti run -s {ns.suite} -r {ns.recipe} -j {ns.jobs} --no-reuse"))
+        cache = {"BTI_CACHE_DIR": str(t / "cache")}
+        bti([*common, "--reuse", "-o", str(t / "fill")], env=cache)
+        wall_warm = bti([*common, "--reuse", "-o", str(t / "warm")], env=cache)
+        warm = records(t / "warm" / "results.jsonl")
+        reused = sum(bool(r.get("cached")) for r in warm)
+        rows.append(("bti warm cache (same command, unchanged)", f"{60 * len(warm) / wall_warm:.1f}",
+                     f"{reused}/{len(warm)} reused in {wall_warm:.1f} s ({wall_cold / wall_warm:.0f}x faster than cold): add --reuse"))
+        floor = floor_seconds(cold, ns.jobs)
+        rows.append(("floor (in-process work / workers)", f"{60 * len(executed) / floor:.1f}",
+                     f"{floor:.1f} s for the cold run; wall {wall_cold:.1f} s; overhead {100 * (wall_cold - floor) / floor:.0f}% of the floor"))
+        peaks: dict[int, float] = {}
+        for r in cold:
+            if r.get("worker_pid"):
+                peaks[r["worker_pid"]] = max(peaks.get(r["worker_pid"], 0.0), r.get("peak_rss_mb") or 0.0)
+        rows.append(("peak RSS per worker (MiB)", f"{max(peaks.values()):.0f}", "max over workers: " + ", ".join(f"{v:.0f}" for v in peaks.values())))
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measure'.ljust(width)} | items/min | detail")
+    for name, value, detail in rows:
+        print(f"{name.ljust(width)} | {value:>9} | {detail}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

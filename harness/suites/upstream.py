@@ -1,0 +1,173 @@
+"""Adapter: the ExecuTorch backend test suite's operator tests as bti cases
+(``bti run --suite executorch-upstream-ops``).
+
+Each upstream pytest function calls ``test_runner.lower_and_run_model(model, inputs, ...)`` one
+or more times. bti calls those functions with a *collecting* runner that records each
+``(model, inputs, dynamic_shapes)`` instead of lowering it; every recorded call becomes one case
+(``op.<file op>.<function>[_<param id>]_<n>``). Discovery runs in a subprocess (the tests build
+models and tensors, and the bti parent must not compute before it forks workers); a worker later
+re-runs the same function under the case seed and picks its call by index, so inputs are
+deterministic. Tests the upstream suite skips (``unittest.skip``/``pytest.skip``) are left out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import itertools
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+from functools import cache
+from typing import Any
+
+from harness.errors import UserError
+from harness.spec.case import Case
+
+PACKAGE = "executorch.backends.test.suite.operators"
+SUITE = "executorch-upstream-ops"
+
+
+class _Collector:
+    """Stands in for the upstream ``test_runner`` fixture and records what it is asked to run."""
+
+    _flow = None
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, Any, Any]] = []
+
+    def lower_and_run_model(self, model: Any, inputs: Any, generate_random_test_inputs: bool = True, dynamic_shapes: Any = None) -> None:
+        self.calls.append((model, inputs, dynamic_shapes))
+
+
+def _param_sets(fn: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Expand ``@pytest.mark.parametrize`` marks (a product over several marks) into (id, kwargs)."""
+    axes: list[list[tuple[str, dict[str, Any]]]] = []
+    for mark in getattr(fn, "pytestmark", []) or []:
+        if mark.name != "parametrize":
+            continue
+        names, values = mark.args[0], mark.args[1]
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        ids = mark.kwargs.get("ids")
+        axis = []
+        for i, value in enumerate(values):
+            value = getattr(value, "values", value)  # pytest.param(...)
+            vals = tuple(value) if len(names) > 1 else (value[0] if isinstance(value, tuple) and len(value) == 1 else value,)
+            label = ids(vals[0]) if callable(ids) else (ids[i] if isinstance(ids, list) else str(i))
+            axis.append((str(label), dict(zip(names, vals, strict=True))))
+        axes.append(axis)
+    if not axes:
+        return [("", {})]
+    return [("-".join(p[0] for p in combo), {k: v for p in combo for k, v in p[1].items()}) for combo in itertools.product(*axes)]
+
+
+def _test_functions(module: Any) -> list[tuple[str, Any]]:
+    return [(name, fn) for name, fn in sorted(vars(module).items())
+            if name.startswith("test_") and callable(fn) and "test_runner" in inspect.signature(fn).parameters]
+
+
+def _run_test(fn: Any, kwargs: dict[str, Any], seed: int) -> list[tuple[Any, Any, Any]]:
+    import torch
+
+    torch.manual_seed(seed)
+    collector = _Collector()
+    fn(test_runner=collector, **kwargs)
+    return collector.calls
+
+
+def _skip_types() -> tuple[type[BaseException], ...]:
+    import unittest
+
+    import _pytest.outcomes
+
+    return (unittest.SkipTest, _pytest.outcomes.Skipped)
+
+
+def collect() -> list[dict[str, Any]]:
+    """Discovery (subprocess side): one descriptor per recorded lower_and_run_model call."""
+    import torch
+
+    torch.set_num_threads(1)
+    package = importlib.import_module(PACKAGE)
+    skips = _skip_types()
+    out: list[dict[str, Any]] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("test_"):
+            continue
+        module = importlib.import_module(f"{PACKAGE}.{info.name}")
+        for fname, fn in _test_functions(module):
+            for index, (pid, kwargs) in enumerate(_param_sets(fn)):
+                try:
+                    calls = _run_test(fn, kwargs, 0)
+                except skips:
+                    continue
+                except Exception as exc:
+                    out.append({"module": info.name, "function": fname, "param_index": index, "param_id": pid, "call": 0,
+                                "broken": f"{type(exc).__name__}: {exc}"[:300], "dtype": "float32", "dynamic": False})
+                    continue
+                for n, (_, inputs, dyn) in enumerate(calls):
+                    floats = [t.dtype for t in _tensors(inputs) if t.is_floating_point()]
+                    dtype = str((floats or [t.dtype for t in _tensors(inputs)] or [torch.float32])[0]).replace("torch.", "")
+                    out.append({"module": info.name, "function": fname, "param_index": index, "param_id": pid, "call": n,
+                                "dtype": dtype, "dynamic": dyn is not None})
+    return out
+
+
+def _tensors(inputs: Any) -> list[Any]:
+    import torch
+    import torch.utils._pytree as pytree
+
+    return [x for x in pytree.tree_leaves(inputs) if isinstance(x, torch.Tensor)]
+
+
+@cache
+def _descriptors() -> list[dict[str, Any]]:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    res = subprocess.run([sys.executable, "-m", "harness.suites.upstream"], capture_output=True, text=True, env=env,
+                         stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"cannot collect the upstream ExecuTorch operator tests: {tail}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def upstream_cases() -> list[Case]:
+    cases = []
+    for d in _descriptors():
+        op = d["module"][len("test_"):]
+        variant = d["function"][len("test_"):]
+        if variant.startswith(op + "_"):
+            variant = variant[len(op) + 1:]
+        variant = f"{variant}_{d['param_id']}" if d["param_id"] else variant
+        spec = {k: d[k] for k in ("module", "function", "param_index", "call")}
+        if d.get("broken"):
+            spec["broken"] = d["broken"]
+        cases.append(Case(
+            id=f"op.{op}.{variant}_{d['call']}".replace("[", "_").replace("]", "_"), suite=SUITE, kind="upstream",
+            spec=spec, op=None, tags=("upstream", op), dtypes=(d["dtype"],), shapes=("dynamic" if d["dynamic"] else "static",),
+            source=f"{PACKAGE}.{d['module']}::{d['function']}",
+        ))
+    return cases
+
+
+def build_upstream(case: Case, axes: Any, seed: int) -> Any:
+    from harness.spec.build import Built
+
+    spec = case.spec
+    if spec.get("broken"):
+        raise RuntimeError(f"the upstream test itself fails: {spec['broken']}")
+    module = importlib.import_module(f"{PACKAGE}.{spec['module']}")
+    fn = getattr(module, spec["function"])
+    _, kwargs = _param_sets(fn)[spec["param_index"]]
+    model, inputs, dyn = _run_test(fn, kwargs, seed)[spec["call"]]
+    inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+    return Built(model.eval(), inputs, inputs, dyn, flat_dynamic_shapes=dyn)
+
+
+if __name__ == "__main__":
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    print(json.dumps(collect()))
