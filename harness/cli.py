@@ -90,9 +90,9 @@ def run(**kw: Any) -> None:
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
         argv=sys.argv[1:],
     )
-    bar = _progress()
+    bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
     try:
-        result = execute(opts, progress=bar.update if bar else None)
+        result = execute(opts, progress=bar)
     finally:
         if bar:
             bar.close()
@@ -104,20 +104,23 @@ def run(**kw: Any) -> None:
 
 
 class _Bar:
+    """click's progress bar over the items of the run, showing the last item's status."""
+
     def __init__(self) -> None:
-        self.bar = click.progressbar(length=0, label="bti", file=sys.stderr, show_pos=True)
+        self.bar: Any = None
+
+    def start(self, total: int) -> None:
+        self.bar = click.progressbar(length=max(total, 1), label="bti", file=sys.stderr, show_pos=True, show_eta=True,
+                                     item_show_func=lambda rec: f"{rec['status']} {rec['id']}"[:70] if rec else "")
         self.bar.__enter__()
 
-    def update(self, rec: Any) -> None:
-        self.bar.length = max(self.bar.length or 0, self.bar.pos + 1)
-        self.bar.update(1)
+    def advance(self, record: Any) -> None:
+        if self.bar is not None:
+            self.bar.update(1, record)
 
     def close(self) -> None:
-        self.bar.__exit__(None, None, None)
-
-
-def _progress() -> _Bar | None:
-    return _Bar() if sys.stderr.isatty() else None
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
 
 
 def _verdict(jsonl: Path, executed: int, reused: int) -> int:

@@ -1,4 +1,6 @@
-"""Guarded memoization of torch.export's composite-implicit (CIA) op table.
+"""Guarded memoizations of pure recomputation inside torch.export (``--no-speedups`` turns them off).
+
+1. The composite-implicit (CIA) op table.
 
 ``torch.export``'s ``run_decompositions`` rebuilds the table of composite-implicit ops
 (``torch._export.utils._collect_all_valid_cia_ops``) on every call — three times per
@@ -7,6 +9,15 @@ depends only on which operators are registered, so it is cached and keyed by the
 registered operator schemas: registering a new op invalidates it. ``benchmarks/verify_speedups.py``
 checks that every starter-suite item yields identical ``.pte`` bytes and outputs with and without
 it. Turn it off with ``--no-speedups`` or ``BTI_NO_SPEEDUPS=1``.
+
+2. ``typing`` work in ``torch._ops``. ``run_decompositions`` wraps every CIA op in
+``_override_composite_implicit_decomp``, which calls ``OpOverload.py_impl`` about 12,000 times;
+each call defines an inner function whose annotations (``Callable[_P, _T]``) are evaluated, and
+``collections.abc.Callable[...]`` builds a fresh generic alias every time (unlike ``typing``, it
+has no cache). That was 40% of a small XNNPACK lowering. bti rebinds the name ``Callable`` in
+``torch._ops`` only, to a stand-in whose subscriptions are memoized and whose ``isinstance`` /
+``issubclass`` checks delegate to ``collections.abc.Callable``. Annotations are all it is used
+for there besides one ``isinstance`` check, so behaviour is unchanged; the same benchmark verifies it.
 """
 
 from __future__ import annotations
@@ -16,6 +27,55 @@ import sys
 from typing import Any
 
 _ORIGINAL: Any = None
+_ORIGINAL_CALLABLE: Any = None
+
+
+class _CachedCallableMeta(type):
+    _memo: dict[Any, Any] = {}
+
+    def __getitem__(cls, params: Any) -> Any:
+        import collections.abc
+
+        key = params
+        if isinstance(params, tuple) and len(params) == 2 and isinstance(params[0], list):
+            key = ("args", tuple(params[0]), params[1])  # Callable[[A, B], R]: the list is unhashable
+        try:
+            return cls._memo[key]
+        except KeyError:
+            alias = cls._memo[key] = collections.abc.Callable[params]
+            return alias
+        except TypeError:  # unhashable parameters: no memo
+            return collections.abc.Callable[params]
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        import collections.abc
+
+        return isinstance(obj, collections.abc.Callable)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        import collections.abc
+
+        return issubclass(sub, collections.abc.Callable)
+
+
+class CachedCallable(metaclass=_CachedCallableMeta):
+    """Stands in for ``collections.abc.Callable`` inside ``torch._ops`` (see the module docstring)."""
+
+
+def enable_typing_cache() -> bool:
+    global _ORIGINAL_CALLABLE
+    if os.environ.get("BTI_NO_SPEEDUPS"):
+        return False
+    import torch._ops as ops
+
+    if _ORIGINAL_CALLABLE is None:
+        _ORIGINAL_CALLABLE = ops.Callable
+        ops.Callable = CachedCallable  # type: ignore[misc]
+    return True
+
+
+def enable_all() -> bool:
+    return enable_cia_cache() and enable_typing_cache()
 
 
 def enable_cia_cache() -> bool:

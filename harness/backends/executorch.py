@@ -99,6 +99,8 @@ class ExecuTorchBackend:
         import torch
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+        load_quantized_kernels()
+
         prepared = prepare_pt2e(ep.module(), _quantizer(cfg))
         with torch.no_grad():
             for inputs in _calibration_sets(built):
@@ -125,6 +127,12 @@ class ExecuTorchBackend:
 
     def run(self, handle: Loaded, inputs: tuple[Any, ...]) -> list[Any]:
         return list(handle.method.execute(list(inputs)))
+
+
+def load_quantized_kernels() -> None:
+    """Register the ``quantized_decomposed::*.out`` variants, so q/dq nodes a partitioner leaves
+    behind can be serialized for the portable runtime (otherwise: "Missing out variants")."""
+    import executorch.kernels.quantized  # noqa: F401
 
 
 def _calibration_sets(built: Any) -> list[tuple[Any, ...]]:

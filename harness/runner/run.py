@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness.backends import unavailable_reason
 from harness.errors import UserError
@@ -63,7 +63,12 @@ def plan(suites: list[str], recipe_names: list[str], filters: Filters) -> tuple[
     return recipes, expand(cases, recipes, filters)
 
 
-def execute(opts: RunOptions, progress: Callable[[Record], None] | None = None) -> RunResult:
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+    def advance(self, record: Record) -> None: ...
+
+
+def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
     from harness.env import versions
 
     recipes, items = plan(opts.suites, opts.recipes, opts.filters)
@@ -107,8 +112,10 @@ def execute(opts: RunOptions, progress: Callable[[Record], None] | None = None) 
         if cache is not None and not rec.get("cached"):
             cache.put(by_name[rec["recipe"]], rec)
         if progress:
-            progress(rec)
+            progress.advance(rec)
 
+    if progress:
+        progress.start(sum(1 for g in groups for it in g if it.id not in done))
     todo: list[list[Item]] = []
     with writer:
         for group in groups:
@@ -124,7 +131,7 @@ def execute(opts: RunOptions, progress: Callable[[Record], None] | None = None) 
                 writer.write(settled)
                 records.append(settled)
                 if progress:
-                    progress(settled)
+                    progress.advance(settled)
             if pending:
                 todo.append(pending)
         stats: list[dict[str, Any]] = []
@@ -181,10 +188,14 @@ def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
         import executorch.backends.xnnpack.partition.xnnpack_partitioner  # noqa: F401
     if any(r.quantize for r in recipes):
         import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401
-    if speedups:
-        from harness.speedups import enable_cia_cache
 
-        enable_cia_cache()
+        from harness.backends.executorch import load_quantized_kernels
+
+        load_quantized_kernels()
+    if speedups:
+        from harness.speedups import enable_all
+
+        enable_all()
 
 
 def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: list[list[Item]],
