@@ -140,10 +140,19 @@ def _verdict(jsonl: Path, executed: int, reused: int) -> int:
 @cli.command("list")
 @_filter_options
 @click.option("--recipes", "list_recipes", is_flag=True, help="List recipes with availability instead of items.")
-def list_cmd(list_recipes: bool, **kw: Any) -> None:
+@click.option("--coverage", is_flag=True, help="Per operator: cases, dtypes, whether a dynamic-shape variant exists; then the core ATen ops not covered.")
+def list_cmd(list_recipes: bool, coverage: bool, **kw: Any) -> None:
     """Print the expanded item ids (op.<op>.<variant>[dtype,shape]@<recipe>), one per line."""
     if list_recipes:
         _print_recipes(kw["recipes"])
+        return
+    if coverage:
+        from harness.report.coverage import render, table
+        from harness.suites import load_suites
+
+        cases = load_suites(list(kw["suites"]) or ["ops", "core-ops"])
+        entries = [{"op": c.op, "dtype": d, "shape": s} for c in cases for d in c.dtypes for s in c.shapes]
+        click.echo(render(table(entries))[0], nl=False)
         return
     from harness.runner.run import plan
 
@@ -189,8 +198,10 @@ def validate(files: tuple[Path, ...]) -> None:
 @click.option("--format", "formats", default="junit,md,csv,html,badge", show_default=True, help="Comma-separated: junit, md, csv, html, badge.")
 @click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
 @click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
+@click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")
 @click.option("--quiet", is_flag=True)
-def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, quiet: bool) -> None:
+def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
+           quiet: bool) -> None:
     """Write JUnit XML, Markdown, CSV (and HTML, badge) from a results JSONL. Never imports torch."""
     from harness.report import write_reports
 
@@ -199,6 +210,11 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     if bad:
         raise UserError(f"unknown report format(s): {', '.join(sorted(bad))}")
     paths = write_reports(jsonl, out_dir, wanted)
+    if coverage:
+        from harness.report import coverage as cov
+        from harness.results import read_results
+
+        paths.update(cov.write(list(read_results(jsonl)[1]), out_dir))  # type: ignore[arg-type]
     if step_summary and "md" in paths:
         with step_summary.open("a", encoding="utf-8") as fh:
             fh.write(paths["md"].read_text(encoding="utf-8"))

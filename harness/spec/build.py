@@ -119,6 +119,14 @@ def generate(node: dict[str, Any], shape: list[int], dtype: str, seed: int) -> t
         for s in shape:
             n *= s
         return torch.arange(n, dtype=torch.float64).reshape(shape).to(tdt)
+    if init == "special" and is_float:
+        # boundary values at fixed positions of a normal tensor: NaN, ±Inf, a huge value, ±0
+        base = torch.randn(shape, generator=gen, dtype=torch.float32)
+        flat = base.view(-1)
+        for i, v in enumerate((float("nan"), float("inf"), float("-inf"), 3.0e38, 0.0, -0.0)):
+            if i < flat.numel():
+                flat[(i * 7) % flat.numel()] = v
+        return base.to(tdt)
     if init == "bernoulli" or dtype == "bool":
         return torch.bernoulli(torch.full(shape, float(p.get("p", 0.5))), generator=gen).to(tdt)
     if init == "randint" or not is_float:

@@ -47,7 +47,7 @@ from harness.errors import SpecError
 from harness.spec.case import ALL_DTYPES, Case
 from harness.spec.yamlload import load_yaml, where
 
-INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange", "full")
+INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange", "full", "special")
 LAYOUTS = ("contiguous", "transposed", "permuted", "strided")
 CASE_KEYS = {
     "id", "op", "op_id", "args", "kwargs", "init", "dtypes", "dynamic", "tags", "ref",

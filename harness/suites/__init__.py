@@ -9,7 +9,7 @@ from harness.spec.case import Case
 
 HERE = Path(__file__).parent
 YAML_SUITES = {"ops": HERE / "ops.yaml", "smoke": HERE / "smoke.yaml"}
-PY_SUITES = ("models", "executorch-upstream-ops")
+PY_SUITES = ("models", "executorch-upstream-ops", "core-ops", "core-ops-ci")
 DEFAULT_SUITES = ("ops", "models")
 
 
@@ -26,6 +26,11 @@ def load_suites(names: list[str] | tuple[str, ...]) -> list[Case]:
             from harness.suites.models import model_cases
 
             cases.extend(model_cases())
+        elif name in ("core-ops", "core-ops-ci"):
+            from harness.suites.core_ops import ci_sample, core_cases
+
+            generated = core_cases()
+            cases.extend(generated if name == "core-ops" else ci_sample(generated))
         elif name == "executorch-upstream-ops":
             from harness.suites.upstream import upstream_cases
 
