@@ -39,7 +39,7 @@ from harness.spec.case import ALL_DTYPES, SHAPES, stable_hash
 
 RECIPE_KEYS = {
     "name", "description", "backend", "partitioners", "quantize", "dtypes", "shapes", "runtime", "requires",
-    "tolerances", "skip", "xfail", "options", "compile_specs",
+    "tolerances", "skip", "xfail", "options", "compile_specs", "edge_compile",
 }
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "float32": {"atol": 1e-4, "rtol": 1e-4},

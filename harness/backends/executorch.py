@@ -1,8 +1,10 @@
 """ExecuTorch flows: portable (no partitioner) and delegates by partitioner name.
 
 Recipe keys read here: ``partitioners`` (xnnpack, coreml, vulkan, qnn, openvino), ``quantize``
-(``{quantizer: xnnpack, per_channel, dynamic}``), ``compile_specs`` (``{name: value}`` passed to
-partitioners that take them), and ``requires.runtime_backends``.
+(``{quantizer: xnnpack|openvino, per_channel, dynamic, fold_quantize}``), ``compile_specs``
+(``{name: value}`` passed to partitioners that take them), ``edge_compile``
+(``{check_ir_validity: false}`` for delegates that consume non-core ops) and
+``requires.runtime_backends``.
 """
 
 from __future__ import annotations
@@ -105,14 +107,16 @@ class ExecuTorchBackend:
         with torch.no_grad():
             for inputs in _calibration_sets(built):
                 prepared(*inputs)
-        converted = convert_pt2e(prepared)
+        converted = convert_pt2e(prepared, fold_quantize=bool(cfg.get("fold_quantize", True)))
         return torch.export.export(converted, built.example, dynamic_shapes=built.flat_dynamic_shapes, strict=False)
 
     def lower(self, recipe: Recipe, ep: Any) -> tuple[Any, dict[str, Any]]:
-        from executorch.exir import to_edge_transform_and_lower
+        from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
         parts = [_partitioner(p, recipe) for p in recipe.raw.get("partitioners") or []]
-        edge = to_edge_transform_and_lower(ep, partitioner=parts or None)
+        edge_cfg = recipe.raw.get("edge_compile") or {}
+        config = EdgeCompileConfig(_check_ir_validity=bool(edge_cfg.get("check_ir_validity", True)))
+        edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)
         return edge, partition_stats(edge.exported_program().graph_module, bool(parts))
 
     def serialize(self, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:

@@ -79,38 +79,31 @@ def _dwpw() -> Any:
     return InvertedResidual()
 
 
-def _gru() -> Any:
+def _rnn(cell: str) -> Any:
     import torch
     import torch.nn as nn
 
-    class GRUClassifier(nn.Module):
+    class RNNClassifier(nn.Module):
+        """A recurrent layer (GRU or LSTM) over the sequence, then a classifier on the last step."""
+
         def __init__(self) -> None:
             super().__init__()
-            self.gru = nn.GRU(16, 32, batch_first=True)
+            self.rnn = getattr(nn, cell)(16, 32, batch_first=True)
             self.fc = nn.Linear(32, 10)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out, _ = self.gru(x)
+            out, _ = self.rnn(x)
             return self.fc(out[:, -1])
 
-    return GRUClassifier()
+    return RNNClassifier()
+
+
+def _gru() -> Any:
+    return _rnn("GRU")
 
 
 def _lstm() -> Any:
-    import torch
-    import torch.nn as nn
-
-    class LSTMClassifier(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lstm = nn.LSTM(16, 32, batch_first=True)
-            self.fc = nn.Linear(32, 10)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out, _ = self.lstm(x)
-            return self.fc(out[:, -1])
-
-    return LSTMClassifier()
+    return _rnn("LSTM")
 
 
 def _encoder() -> Any:
@@ -176,10 +169,14 @@ MODELS: dict[str, ModelDef] = {
 
 
 def model_cases(suite: str = "models") -> list[Case]:
+    import hashlib
+    from pathlib import Path
+
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]  # model code is part of the cache key
     out = []
     for m in MODELS.values():
         spec = {"model": m.name, "inputs": [list(s) for s in m.inputs], "dims": m.dims, "dynamic": m.dynamic,
-                "input_init": m.input_init, "task": m.task}
+                "input_init": m.input_init, "task": m.task, "code": code}
         out.append(Case(
             id=f"model.{m.name}.base", suite=suite, kind="model", spec=spec, op=None, tags=m.tags,
             dtypes=m.dtypes, shapes=("static", "dynamic") if m.dynamic else ("static",),
