@@ -18,7 +18,8 @@ tolerances:                         # per dtype, plus "quantized" (used when qua
   float16: {atol: 1.0e-2, rtol: 1.0e-2, sqnr_db: 40}
   quantized: {sqnr_db: 12}
 skip:  [{match: "op.foo.*", reason: "why"}]      # fnmatch on "<case>[<dtype>,<shape>]"
-xfail: [{match: "op.max_pool2d.*", reason: "upstream bug #123"}]
+xfail: [{match: "op.max_pool2d.*", reason: "upstream bug #123"}]  # add `delegated_only: true` to expect
+                                    # the failure only when the delegate took part of the graph
 ```
 
 An output passes when every criterion its tolerance defines holds: ``|out-ref| <= atol + rtol*|ref|``
@@ -54,8 +55,11 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 class Rule:
     match: str
     reason: str
+    delegated_only: bool = False  # xfail only when the delegate took part of the graph
 
-    def applies(self, key: str) -> bool:
+    def applies(self, key: str, delegated: bool | None = None) -> bool:
+        if self.delegated_only and delegated is False:
+            return False
         return fnmatch.fnmatchcase(key, self.match)
 
 
@@ -101,9 +105,9 @@ class Recipe:
                 return rule.reason
         return None
 
-    def xfail_reason(self, key: str) -> str | None:
+    def xfail_reason(self, key: str, delegated: bool | None = None) -> str | None:
         for rule in self.xfail:
-            if rule.applies(key):
+            if rule.applies(key, delegated):
                 return rule.reason
         return None
 
@@ -184,9 +188,9 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
         raise RecipeError(f"{loc}: `{key}` must be a list of {{match, reason}}")
     out = []
     for r in raw:
-        if not isinstance(r, dict) or not r.get("match") or not r.get("reason"):
-            raise RecipeError(f"{loc}: each `{key}` entry needs `match:` and `reason:`")
-        out.append(Rule(str(r["match"]), str(r["reason"])))
+        if not isinstance(r, dict) or not r.get("match") or not r.get("reason") or set(r) - {"match", "reason", "delegated_only"}:
+            raise RecipeError(f"{loc}: each `{key}` entry takes `match:`, `reason:` and optionally `delegated_only:`")
+        out.append(Rule(str(r["match"]), str(r["reason"]), bool(r.get("delegated_only", False))))
     return tuple(out)
 
 

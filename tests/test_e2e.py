@@ -96,3 +96,16 @@ def test_known_xnnpack_bug_is_fail_lower_under_xfail(bti, tmp_path: Path) -> Non
     assert bug["error"]["type"] == "IndexError" and "tuple index out of range" in bug["detail"]
     others = [r for r in records if r is not bug]
     assert others and all(r["status"] == "PASS" for r in others)
+
+
+def test_openvino_recipes_run_for_real(bti, tmp_path: Path) -> None:
+    res = bti("run", "-s", "smoke", "-r", "openvino", "-r", "openvino-int8", "-o", str(tmp_path), "--no-reuse")
+    assert res.code == 0, res.err
+    _, records = load(tmp_path / "results.jsonl")
+    by_id = {r["id"]: r for r in records}
+    relu = by_id["op.relu.basic[float32,static]@openvino"]
+    assert relu["status"] == "PASS" and relu["delegate_blobs"][0]["backend"] == "OpenvinoBackend"
+    assert by_id["op.mul.rank2[float32,static]@openvino-int8"]["status"] == "PASS"
+    assert "quantize" in by_id["op.mul.rank2[float32,static]@openvino-int8"]["stages"]
+    dyn = by_id["op.add.bcast_rank4[float32,dynamic]@openvino"]
+    assert dyn["status"] == "XFAIL" and dyn["xfail_of"] == "FAIL_MISMATCH" and "shape [8, 4, 8, 8]" in dyn["detail"]
