@@ -19,7 +19,8 @@ tolerances:                         # per dtype, plus "quantized" (used when qua
   quantized: {sqnr_db: 12}
 skip:  [{match: "op.foo.*", reason: "why"}]      # fnmatch on "<case>[<dtype>,<shape>]"
 xfail: [{match: "op.max_pool2d.*", reason: "upstream bug #123"}]  # add `delegated_only: true` to expect
-                                    # the failure only when the delegate took part of the graph
+                                    # the failure only when the delegate took part of the graph, and
+                                    # `unless: [globs]` to except items from `match`
 ```
 
 An output passes when every criterion its tolerance defines holds: ``|out-ref| <= atol + rtol*|ref|``
@@ -56,11 +57,12 @@ class Rule:
     match: str
     reason: str
     delegated_only: bool = False  # xfail only when the delegate took part of the graph
+    unless: tuple[str, ...] = ()  # globs excepted from ``match``
 
     def applies(self, key: str, delegated: bool | None = None) -> bool:
         if self.delegated_only and delegated is False:
             return False
-        return fnmatch.fnmatchcase(key, self.match)
+        return fnmatch.fnmatchcase(key, self.match) and not any(fnmatch.fnmatchcase(key, u) for u in self.unless)
 
 
 @dataclass(frozen=True)
@@ -188,9 +190,12 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
         raise RecipeError(f"{loc}: `{key}` must be a list of {{match, reason}}")
     out = []
     for r in raw:
-        if not isinstance(r, dict) or not r.get("match") or not r.get("reason") or set(r) - {"match", "reason", "delegated_only"}:
-            raise RecipeError(f"{loc}: each `{key}` entry takes `match:`, `reason:` and optionally `delegated_only:`")
-        out.append(Rule(str(r["match"]), str(r["reason"]), bool(r.get("delegated_only", False))))
+        if not isinstance(r, dict) or not r.get("match") or not r.get("reason") or set(r) - {"match", "reason", "delegated_only", "unless"}:
+            raise RecipeError(f"{loc}: each `{key}` entry takes `match:`, `reason:` and optionally `delegated_only:`, `unless:`")
+        unless = r.get("unless") or []
+        if not isinstance(unless, list):
+            raise RecipeError(f"{loc}: `unless` takes a list of globs")
+        out.append(Rule(str(r["match"]), str(r["reason"]), bool(r.get("delegated_only", False)), tuple(map(str, unless))))
     return tuple(out)
 
 
