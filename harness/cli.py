@@ -195,18 +195,18 @@ def validate(files: tuple[Path, ...]) -> None:
 @cli.command()
 @click.argument("jsonl", type=click.Path(path_type=Path))
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
-@click.option("--format", "formats", default="junit,md,csv,html,badge", show_default=True, help="Comma-separated: junit, md, csv, html, badge.")
+@click.option("--format", "formats", default="junit,md,csv,badge", show_default=True, help="Comma-separated: junit, md, csv, badge.")
 @click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
 @click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
 @click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")
 @click.option("--quiet", is_flag=True)
 def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
            quiet: bool) -> None:
-    """Write JUnit XML, Markdown, CSV (and HTML, badge) from a results JSONL. Never imports torch."""
-    from harness.report import write_reports
+    """Write JUnit XML, Markdown, CSV and badges from a results JSONL. Never imports torch."""
+    from harness.report import FORMATS, write_reports
 
     wanted = tuple(f.strip() for f in formats.split(",") if f.strip())
-    bad = set(wanted) - {"junit", "md", "csv", "html", "badge"}
+    bad = set(wanted) - set(FORMATS)
     if bad:
         raise UserError(f"unknown report format(s): {', '.join(sorted(bad))}")
     paths = write_reports(jsonl, out_dir, wanted)

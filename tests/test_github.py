@@ -68,7 +68,7 @@ def test_comment_truncates_gracefully(fake: FakeGitHub) -> None:
     header, recs = read_results(GOLDEN / "results.jsonl")
     many = [dict(recs[0], id=f"op.big.case{i}[float32,static]@xnnpack", status="FAIL_RUN", detail="boom " * 60) for i in range(3000)]
     body = comment.render("big", dict(header), many, compare([], many), comment.Links("https://run/1", "https://art/1"), limit=8_000)
-    assert len(body) <= 8_000 and "comment truncated" in body and body.rstrip().endswith("[artifacts (JSONL, JUnit, HTML)](https://art/1)")
+    assert len(body) <= 8_000 and "comment truncated" in body and body.rstrip().endswith("[artifacts (JSONL, JUnit, Markdown, CSV)](https://art/1)")
     full = comment.render("big", dict(header), many, compare([], many))
     assert len(full) <= comment.LIMIT
     publisher(fake).upsert_comment(3, "big", full)

@@ -9,8 +9,11 @@ from harness.results import read_results
 __all__ = ["write_reports"]
 
 
-def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = ("junit", "md", "csv", "html", "badge")) -> dict[str, Path]:
-    from harness.report import csvout, junit, markdown
+FORMATS = ("junit", "md", "csv", "badge")
+
+
+def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+    from harness.report import badge, csvout, junit, markdown
     from harness.results import atomic_write_text
 
     header, records = read_results(jsonl)
@@ -25,19 +28,6 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = ("junit
     if "csv" in formats:
         paths["csv"] = out_dir / "results.csv"
         atomic_write_text(paths["csv"], csvout.render(records))
-    if "html" in formats:
-        try:
-            from harness.report import html
-        except ImportError:  # pragma: no cover - html lands with the dashboard issue
-            pass
-        else:
-            paths["html"] = out_dir / "index.html"
-            atomic_write_text(paths["html"], html.render(header, records))
     if "badge" in formats:
-        try:
-            from harness.report import badge
-        except ImportError:  # pragma: no cover
-            pass
-        else:
-            paths.update(badge.write(header, records, out_dir))
+        paths.update(badge.write(header, records, out_dir))
     return paths

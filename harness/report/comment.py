@@ -98,7 +98,7 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
     if links.run_url:
         link_bits.append(f"[workflow run]({links.run_url})")
     if links.artifact_url:
-        link_bits.append(f"[artifacts (JSONL, JUnit, HTML)]({links.artifact_url})")
+        link_bits.append(f"[artifacts (JSONL, JUnit, Markdown, CSV)]({links.artifact_url})")
     if link_bits:
         out += [" · ".join(link_bits), ""]
     return _fit("\n".join(out), limit, link_bits)

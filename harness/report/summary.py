@@ -1,4 +1,4 @@
-"""Aggregations shared by every renderer (one place, so Markdown, JUnit, HTML and the PR comment agree)."""
+"""Aggregations shared by every renderer (one place, so Markdown, JUnit, badges and the PR comment agree)."""
 
 from __future__ import annotations
 
