@@ -19,10 +19,15 @@ def reference() -> str:
     parts = []
     with click.Context(cli, info_name="bti", terminal_width=110, max_content_width=110) as ctx:
         parts.append(f"```\n$ bti --help\n{cli.get_help(ctx)}\n```")
-        for name in sorted(cli.commands):
-            cmd = cli.commands[name]
-            with click.Context(cmd, info_name=f"bti {name}", parent=ctx, terminal_width=110, max_content_width=110) as sub:
-                parts.append(f"```\n$ bti {name} --help\n{cmd.get_help(sub)}\n```")
+        def walk(group: click.Group, prefix: str, parent: click.Context) -> None:
+            for name in sorted(group.commands):
+                cmd = group.commands[name]
+                with click.Context(cmd, info_name=f"{prefix} {name}", parent=parent, terminal_width=110, max_content_width=110) as sub:
+                    parts.append(f"```\n$ {prefix} {name} --help\n{cmd.get_help(sub)}\n```")
+                    if isinstance(cmd, click.Group):
+                        walk(cmd, f"{prefix} {name}", sub)
+
+        walk(cli, "bti", ctx)
     return "\n\n".join(parts)
 
 
