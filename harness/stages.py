@@ -144,6 +144,8 @@ class Group:
 
         from harness.spec.build import build_op
         from harness.spec.build_model import build_model
+        from harness.suites.hf_models import build_hf
+        from harness.suites.tv_models import build_tv
         from harness.suites.upstream import build_upstream
 
         self.times: dict[str, float] = {}
@@ -153,7 +155,8 @@ class Group:
         self.ep: Any = None
         try:
             with timed(Stage.EXPORT, self.times):
-                builder = {"model": build_model, "upstream": build_upstream}.get(item.case.kind, build_op)
+                builders = {"model": build_model, "upstream": build_upstream, "hf": build_hf, "tv": build_tv}
+                builder = builders.get(item.case.kind, build_op)
                 self.built = builder(item.case, item.axes, item.seed)
                 self.ref = reference(self.built)
                 self.ep = torch.export.export(

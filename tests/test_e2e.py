@@ -109,3 +109,29 @@ def test_openvino_recipes_run_for_real(bti, tmp_path: Path) -> None:
     assert "quantize" in by_id["op.mul.rank2[float32,static]@openvino-int8"]["stages"]
     dyn = by_id["op.add.bcast_rank4[float32,dynamic]@openvino"]
     assert dyn["status"] == "XFAIL" and dyn["xfail_of"] == "FAIL_MISMATCH" and "shape [8, 4, 8, 8]" in dyn["detail"]
+
+
+def test_hf_models_subset(bti, tmp_path: Path) -> None:
+    """Tiny transformers models built from configs (never downloaded), static and dynamic."""
+    res = bti("run", "-s", "hf-models", "-k", "model.bert.*", "-k", "model.llama.*", "-k", "model.vit.*",
+              "-r", "portable", "-r", "xnnpack", "-o", str(tmp_path), "--no-reuse")
+    assert res.code == 0, res.err
+    _, records = load(tmp_path / "results.jsonl")
+    assert len(records) == 12 and all(r["status"] == "PASS" for r in records), [r.get("detail") for r in records]
+    llama = next(r for r in records if r["id"] == "model.llama.tiny[float32,dynamic]@xnnpack")
+    assert llama["accuracy"]["next_token_agreement"] >= 0.9 and llama["outputs"][0]["shape"][1] == 12  # ran at T=12
+    vit = next(r for r in records if r["id"] == "model.vit.tiny[float32,static]@xnnpack")
+    assert vit["accuracy"]["top1_agreement"] == 1.0 and vit["partition"]["delegated_pct"] > 50
+
+
+def test_optional_model_sources_are_unavailable_with_the_reason(bti, tmp_path: Path) -> None:
+    import importlib.util
+
+    res = bti("run", "-s", "tv-models", "-r", "portable", "-o", str(tmp_path), "--no-reuse")
+    _, records = load(tmp_path / "results.jsonl")
+    assert len(records) == 10
+    for rec in records:
+        pkg = "timm" if "timm" in rec["id"] else "torchvision"
+        if importlib.util.find_spec(pkg) is None:
+            assert rec["status"] == "UNAVAILABLE" and f"model source '{pkg}' is unavailable" in rec["detail"]
+    assert res.code in (0, 1)

@@ -7,6 +7,8 @@ written at once, then torch and executorch are imported (warm) and workers are f
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import importlib
 import sys
 import uuid
 from collections.abc import Callable
@@ -144,7 +146,7 @@ def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cach
             run_id: str) -> Record | None:
     from harness.stages import base_record
 
-    reason = unavailable[recipe.name]
+    reason = unavailable[recipe.name] or _missing_source(item.case.spec.get("requires") or [])
     status = None
     if reason:
         status = Status.UNAVAILABLE
@@ -161,6 +163,21 @@ def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cach
             hit.update({"cached": True, "run_id": run_id})
             return hit
     return None
+
+
+@functools.cache
+def _import_error(package: str) -> str | None:
+    """Why an optional model source cannot be used here (imported for real: an installed package
+    can still fail to import, e.g. a CUDA torchvision beside the CPU torch)."""
+    try:
+        importlib.import_module(package)
+    except Exception as exc:
+        return f"model source {package!r} is unavailable: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    return None
+
+
+def _missing_source(packages: list[str]) -> str | None:
+    return next((err for err in map(_import_error, packages) if err), None)
 
 
 def _durations(path: Path | None) -> dict[str, float]:

@@ -9,7 +9,7 @@ from harness.spec.case import Case
 
 HERE = Path(__file__).parent
 YAML_SUITES = {"ops": HERE / "ops.yaml", "smoke": HERE / "smoke.yaml"}
-PY_SUITES = ("models", "executorch-upstream-ops", "core-ops", "core-ops-ci")
+PY_SUITES = ("models", "hf-models", "tv-models", "executorch-upstream-ops", "core-ops", "core-ops-ci")
 DEFAULT_SUITES = ("ops", "models")
 
 
@@ -26,6 +26,14 @@ def load_suites(names: list[str] | tuple[str, ...]) -> list[Case]:
             from harness.suites.models import model_cases
 
             cases.extend(model_cases())
+        elif name == "hf-models":
+            from harness.suites.hf_models import hf_cases
+
+            cases.extend(hf_cases())
+        elif name == "tv-models":
+            from harness.suites.tv_models import tv_cases
+
+            cases.extend(tv_cases())
         elif name in ("core-ops", "core-ops-ci"):
             from harness.suites.core_ops import ci_sample, core_cases
 

@@ -1,0 +1,51 @@
+"""Optional model sources: torchvision (and timm) classifiers with random weights (``weights=None``).
+
+These libraries are optional. Where they import, their models run like any other; where they do
+not (not installed, or — as with the only torchvision wheel for torch 2.13 here, a CUDA build —
+failing to import beside the CPU torch), every item is UNAVAILABLE with the import error as the
+reason. Nothing works around the import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from harness.spec.case import Case
+
+# (source package, constructor path, kwargs, input size)
+MODELS: tuple[tuple[str, str, str, dict[str, Any], int], ...] = (
+    ("tv_resnet18", "torchvision", "torchvision.models.resnet18", {"weights": None, "num_classes": 10}, 64),
+    ("tv_mobilenet_v3_small", "torchvision", "torchvision.models.mobilenet_v3_small", {"weights": None, "num_classes": 10}, 64),
+    ("tv_efficientnet_b0", "torchvision", "torchvision.models.efficientnet_b0", {"weights": None, "num_classes": 10}, 64),
+    ("tv_shufflenet_v2", "torchvision", "torchvision.models.shufflenet_v2_x0_5", {"weights": None, "num_classes": 10}, 64),
+    ("timm_mobilevit_xxs", "timm", "timm.create_model", {"model_name": "mobilevit_xxs", "pretrained": False, "num_classes": 10}, 64),
+)
+
+
+def tv_cases(suite: str = "tv-models") -> list[Case]:
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return [Case(id=f"model.{name}.random", suite=suite, kind="tv", op=None, tags=("optional", pkg),
+                 spec={"model": name, "requires": [pkg], "code": code}, dtypes=("float32",), shapes=("static", "dynamic"),
+                 source=ctor) for name, pkg, ctor, _, _ in MODELS]
+
+
+def build_tv(case: Case, axes: Any, seed: int) -> Any:
+    import importlib
+
+    import torch
+
+    from harness.spec.build import Built
+
+    _, _, ctor, kwargs, size = next(m for m in MODELS if m[0] == case.spec["model"])
+    module_name, _, attr = ctor.rpartition(".")
+    torch.manual_seed(seed)
+    model = getattr(importlib.import_module(module_name), attr)(**kwargs).eval()
+    g = torch.Generator().manual_seed(seed)
+    example = (torch.randn(2, 3, size, size, generator=g),)
+    if axes.shape != "dynamic":
+        return Built(model, example, example, None, task="classifier")
+    ds = ({0: torch.export.Dim("B", min=1, max=8)},)
+    run = (torch.randn(3, 3, size, size, generator=g),)
+    return Built(model, example, run, ds, flat_dynamic_shapes=ds, task="classifier")
