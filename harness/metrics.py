@@ -68,7 +68,8 @@ def _f(x: Any) -> float:
 
 
 def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, float], dtypes: list[tuple[str, str]] | None = None) -> Verdict:
-    """Compare each output against its reference under ``tol`` (atol, rtol, sqnr_db; each optional).
+    """Compare each output against its reference under ``tol`` (atol, rtol, sqnr_db; each optional;
+    ``shape_only`` checks shapes and dtypes alone, for random or uninitialized outputs).
 
     ``dtypes`` optionally gives (output dtype, reference dtype) names per output, checked for equality.
     """
@@ -83,6 +84,9 @@ def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, fl
             problems.append(f"{path}: dtype {dtypes[i][0]} != reference {dtypes[i][1]}")
         if out.shape != ref.shape:
             problems.append(f"{path}: shape {list(out.shape)} != reference {list(ref.shape)}")
+            stats.append(entry)
+            continue
+        if tol.get("shape_only"):  # random or uninitialized outputs: shape and dtype are the contract
             stats.append(entry)
             continue
         entry.update(output_stats(out, ref))

@@ -307,8 +307,43 @@ def _creation() -> list[OpGen]:
     ]
 
 
+def _random_and_backward() -> list[OpGen]:
+    fixed: dict[str, Any] = {"dynamic": False, "empty": False, "layouts": False, "boundary": False}
+    f32 = {"dtype": {"torch_dtype": "float32"}}
+    img = {"ranks": (4,), "base_rank": 4, **fixed}
+    return [
+        OpGen("aten::rand.default", "random", lambda s, a: ([[2, 3, 4]], dict(f32)), ranks=(3,), shape_only=True, **fixed),
+        OpGen("aten::randn.default", "random", lambda s, a: ([[2, 3, 4]], dict(f32)), ranks=(3,), shape_only=True, **fixed),
+        OpGen("aten::randperm.default", "random", lambda s, a: ([10], {"dtype": {"torch_dtype": "int64"}}), ranks=(3,), shape_only=True,
+              dtypes=("float32",), **fixed),
+        OpGen("aten::empty.memory_format", "creation", lambda s, a: ([[2, 3]], dict(f32)), ranks=(3,), shape_only=True, **fixed),
+        OpGen("aten::empty_strided.default", "creation", lambda s, a: ([[2, 3], [3, 1]], dict(f32)), ranks=(3,), shape_only=True, **fixed),
+        OpGen("aten::avg_pool2d_backward.default", "backward", lambda s, a: (
+            [T([2, 3, 4, 4]), x_node([2, 3, 8, 8], a), [2, 2], [2, 2], [0, 0], False, True, None], {}), **img),
+        OpGen("aten::_adaptive_avg_pool2d_backward.default", "backward", lambda s, a: ([T([2, 3, 2, 2]), x_node([2, 3, 8, 8], a)], {}), **img),
+        OpGen("aten::convolution_backward.default", "backward", lambda s, a: (
+            [T([2, 4, 6, 6]), x_node([2, 3, 8, 8], a), T([4, 3, 3, 3], std=0.3), [4], [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+             [True, True, True]], {}), **img),
+        OpGen("aten::embedding_dense_backward.default", "backward", lambda s, a: (
+            [x_node([2, 5, 4], a), T([2, 5], dtype="int64", init="randint", low=0, high=10), 10, -1, False], {}), ranks=(3,), **fixed),
+        OpGen("aten::native_layer_norm_backward.default", "backward", lambda s, a: (
+            [T([2, 3, 5]), x_node([2, 3, 5], a), [5], T([2, 3, 1]), T([2, 3, 1], init="uniform", low=0.5, high=1.5), T([5]), T([5]),
+             [True, True, True]], {}), ranks=(3,), **fixed),
+        OpGen("aten::native_group_norm_backward.default", "backward", lambda s, a: (
+            [T([2, 4, 3, 3]), x_node([2, 4, 3, 3], a), T([2, 2]), T([2, 2], init="uniform", low=0.5, high=1.5), T([4]), 2, 4, 9, 2,
+             [True, True, True]], {}), **img),
+        OpGen("aten::_native_batch_norm_legit.no_stats", "norm", lambda s, a: (
+            [x_node([2, 3, 4, 4], a), T([3]), T([3]), True, 0.1, 1e-5], {}), **img),
+        OpGen("aten::_embedding_bag.default", "indexing", lambda s, a: (
+            [x_node([10, 4], a), T([6], dtype="int64", init="randint", low=0, high=10), T([3], dtype="int64", init="arange"),
+             False, a["mode"]], {}), ranks=(2,), base_rank=2, attrs=(("mode", (0, 1, 2)),), **fixed),
+        OpGen("aten::col2im.default", "resize", lambda s, a: ([x_node([2, 12, 9], a), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1]], {}),
+              ranks=(3,), **fixed),
+    ]
+
+
 def specs() -> list[OpGen]:
-    return [*_unaries(), *_binaries(), *_reductions(), *_views(), *_nn(), *_indexing(), *_creation()]
+    return [*_unaries(), *_binaries(), *_reductions(), *_views(), *_nn(), *_indexing(), *_creation(), *_random_and_backward()]
 
 
 def core_cases(suite: str = "core-ops") -> list[Case]:
