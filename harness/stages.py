@@ -100,6 +100,8 @@ def _to_numpy(value: Any) -> np.ndarray:
 
     if isinstance(value, torch.Tensor):
         t = value.detach()
+        if t.is_complex():  # compare real and imaginary parts as a trailing dim of 2
+            t = torch.view_as_real(t.resolve_conj())
         if t.dtype == torch.bfloat16:
             t = t.float()
         return t.contiguous().numpy()

@@ -77,6 +77,8 @@ def _apply_layout(t: torch.Tensor, layout: str) -> torch.Tensor:
         return t.permute(*_inverse(_perm(t.dim())))
     if layout == "strided" and t.dim() >= 1:
         return t[..., ::2]
+    if layout == "complex":  # the last dim (2) holds real and imaginary parts
+        return torch.view_as_complex(t)
     return t
 
 

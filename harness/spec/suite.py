@@ -48,7 +48,7 @@ from harness.spec.case import ALL_DTYPES, Case
 from harness.spec.yamlload import load_yaml, where
 
 INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange", "full", "special")
-LAYOUTS = ("contiguous", "transposed", "permuted", "strided")
+LAYOUTS = ("contiguous", "transposed", "permuted", "strided", "complex")
 CASE_KEYS = {
     "id", "op", "op_id", "args", "kwargs", "init", "dtypes", "dynamic", "tags", "ref",
     "template", "cases", "exclude", "tolerance", "method",

@@ -337,6 +337,18 @@ def _random_and_backward() -> list[OpGen]:
         OpGen("aten::_embedding_bag.default", "indexing", lambda s, a: (
             [x_node([10, 4], a), T([6], dtype="int64", init="randint", low=0, high=10), T([3], dtype="int64", init="arange"),
              False, a["mode"]], {}), ranks=(2,), base_rank=2, attrs=(("mode", (0, 1, 2)),), **fixed),
+        OpGen("aten::max_pool2d_with_indices_backward.default", "backward", lambda s, a: (  # one 2x2 window: any index in [0, 4) is valid
+            [T([2, 3, 1, 1]), x_node([2, 3, 2, 2], a), [2, 2], [2, 2], [0, 0], [1, 1], False,
+             T([2, 3, 1, 1], dtype="int64", init="randint", low=0, high=4)], {}), **img),
+        OpGen("aten::_native_batch_norm_legit.default", "norm", lambda s, a: (
+            [x_node([2, 3, 4, 4], a), T([3]), T([3]), T([3]), T([3], init="uniform", low=0.5, high=1.5), True, 0.1, 1e-5], {}), **img),
+        OpGen("aten::_local_scalar_dense.default", "scalar", lambda s, a: ([x_node([], a)], {}), ranks=(0,), base_rank=0, **fixed),
+        OpGen("aten::sym_size.int", "sym", lambda s, a: ([x_node(s, a), 0], {}), ranks=(3,)),
+        OpGen("aten::sym_numel.default", "sym", lambda s, a: ([x_node(s, a)], {}), ranks=(3,)),
+        OpGen("aten::sym_stride.int", "sym", lambda s, a: ([x_node(s, a), 0], {}), ranks=(3,)),
+        OpGen("aten::sym_storage_offset.default", "sym", lambda s, a: ([x_node(s, a)], {}), ranks=(3,)),
+        OpGen("aten::sym_is_contiguous.default", "sym", lambda s, a: ([x_node(s, a)], {}), ranks=(3,)),
+        OpGen("aten::resize_.default", "inplace", lambda s, a: ([x_node([2, 3, 4], a), [4, 6]], {}), ranks=(3,), **fixed),
         OpGen("aten::col2im.default", "resize", lambda s, a: ([x_node([2, 12, 9], a), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1]], {}),
               ranks=(3,), **fixed),
     ]
