@@ -210,6 +210,7 @@ def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: di
     rec["load_ms"] = round(times[Stage.LOAD.value] * 1000.0, 3)
     with timed(Stage.RUN, times):
         outs, lat = _timed_runs(backend, handle, built.run, recipe.runtime)
+    outs = outs[int(stats.get("input_mutations") or 0):]  # the runtime returns mutated inputs first
     rec["latency_ms"] = lat
     with timed(Stage.COMPARE, times):
         _compare(item, recipe, group, rec, outs)

@@ -23,4 +23,4 @@ def test_core_ops_ci_sample(bti, tmp_path: Path) -> None:
     assert res.code == 0 and not unexpected, "\n".join(unexpected[:40]) or res.err
     ops = {r["op"] for r in records}
     assert len(ops) >= 160
-    assert len(records) == 3 * 345
+    assert len(records) == 3 * 348

@@ -117,7 +117,10 @@ class ExecuTorchBackend:
         edge_cfg = recipe.raw.get("edge_compile") or {}
         config = EdgeCompileConfig(_check_ir_validity=bool(edge_cfg.get("check_ir_validity", True)))
         edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)
-        return edge, partition_stats(edge.exported_program().graph_module, bool(parts))
+        program = edge.exported_program()
+        stats = partition_stats(program.graph_module, bool(parts))
+        stats["input_mutations"] = _input_mutation_outputs(program)
+        return edge, stats
 
     def serialize(self, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
         buf = bytes(lowered.to_executorch().buffer)
@@ -131,6 +134,14 @@ class ExecuTorchBackend:
 
     def run(self, handle: Loaded, inputs: tuple[Any, ...]) -> list[Any]:
         return list(handle.method.execute(list(inputs)))
+
+
+def _input_mutation_outputs(program: Any) -> int:
+    """How many leading program outputs are user inputs written in place (e.g. an ``out=`` argument);
+    the runtime returns them before the user outputs, eager does not."""
+    from torch.export.graph_signature import OutputKind
+
+    return sum(1 for spec in program.graph_signature.output_specs if spec.kind == OutputKind.USER_INPUT_MUTATION)
 
 
 def load_quantized_kernels() -> None:

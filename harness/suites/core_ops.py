@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.spec.case import Case
-from harness.spec.generate import ALL, FLOATS, INTS, NUM, SIGNED_INTS, OpGen, T, generate_cases, x_node
+from harness.spec.generate import ALL, FLOATS, INTS, NUM, SIGNED_INTS, OpGen, T, _with, generate_cases, x_node
 
 Shape = list[int | str]
 A = dict[str, Any]
@@ -342,6 +342,11 @@ def _random_and_backward() -> list[OpGen]:
              T([2, 3, 1, 1], dtype="int64", init="randint", low=0, high=4)], {}), **img),
         OpGen("aten::_native_batch_norm_legit.default", "norm", lambda s, a: (
             [x_node([2, 3, 4, 4], a), T([3]), T([3]), T([3]), T([3], init="uniform", low=0.5, high=1.5), True, 0.1, 1e-5], {}), **img),
+        OpGen("aten::atan2.out", "binary", lambda s, a: ([x_node(s, a), T(s)], {"out": T(s)}), ranks=(3,), **fixed),
+        OpGen("aten::_fft_r2c.default", "fft", lambda s, a: ([x_node([2, 8], a), [1], 0, a["onesided"]], {}), ranks=(2,), base_rank=2,
+              attrs=(("onesided", (True, False)),), **fixed),
+        OpGen("aten::_fft_c2r.default", "fft", lambda s, a: ([_with(x_node([2, 5, 2], a), layout="complex"), [1], 0, 8], {}), ranks=(3,),
+              **fixed),
         OpGen("aten::_local_scalar_dense.default", "scalar", lambda s, a: ([x_node([], a)], {}), ranks=(0,), base_rank=0, **fixed),
         OpGen("aten::sym_size.int", "sym", lambda s, a: ([x_node(s, a), 0], {}), ranks=(3,)),
         OpGen("aten::sym_numel.default", "sym", lambda s, a: ([x_node(s, a)], {}), ranks=(3,)),
