@@ -126,10 +126,9 @@ class _Bar:
 def _verdict(jsonl: Path, executed: int, reused: int) -> int:
     from collections import Counter
 
-    from harness.results import latest_by_id, read_results, status_of
+    from harness.results import read_latest, status_of
 
-    _, records = read_results(jsonl)
-    latest = list(latest_by_id(records).values())
+    _, latest = read_latest(jsonl)
     counts = Counter(status_of(r) for r in latest)
     fails = sum(n for s, n in counts.items() if s.is_failure)
     summary = ", ".join(f"{n} {s.value}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].value))
@@ -210,22 +209,25 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     if bad:
         raise UserError(f"unknown report format(s): {', '.join(sorted(bad))}")
     paths = write_reports(jsonl, out_dir, wanted)
+    latest: list[Any] = []
+    if coverage or github_output:
+        from harness.results import read_latest
+
+        _, latest = read_latest(jsonl)  # read once for both
     if coverage:
         from harness.report import coverage as cov
-        from harness.results import read_results
 
-        paths.update(cov.write(list(read_results(jsonl)[1]), out_dir))  # type: ignore[arg-type]
+        paths.update(cov.write(latest, out_dir))
     if step_summary and "md" in paths:
         with step_summary.open("a", encoding="utf-8") as fh:
             fh.write(paths["md"].read_text(encoding="utf-8"))
     if github_output:
-        from harness.results import latest_by_id, read_results, status_of
+        from harness.github.events import write_github_output
+        from harness.results import status_of
 
-        latest = list(latest_by_id(read_results(jsonl)[1]).values())
-        counts = {"passed": sum(status_of(r).is_pass for r in latest), "failed": sum(status_of(r).is_failure for r in latest),
-                  "total": len(latest)}
-        with github_output.open("a", encoding="utf-8") as fh:
-            fh.writelines(f"{k}={v}\n" for k, v in counts.items())
+        write_github_output(str(github_output), {"passed": str(sum(status_of(r).is_pass for r in latest)),
+                                                 "failed": str(sum(status_of(r).is_failure for r in latest)),
+                                                 "total": str(len(latest))})
     if not quiet:
         for kind, path in paths.items():
             click.echo(f"{kind}\t{path}")

@@ -218,6 +218,12 @@ def latest_by_id(records: Iterable[Record]) -> dict[str, Record]:
     return out
 
 
+def read_latest(path: Path) -> tuple[Header, list[Record]]:
+    """``read_results`` with one record per item id (the latest)."""
+    header, records = read_results(path)
+    return header, list(latest_by_id(records).values())
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")

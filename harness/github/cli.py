@@ -13,10 +13,10 @@ from harness.errors import UserError
 
 
 def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
-    from harness.results import latest_by_id, read_results
+    from harness.results import read_latest
 
-    header, records = read_results(path)
-    return dict(header), list(latest_by_id(records).values())
+    header, records = read_latest(path)
+    return dict(header), list(records)
 
 
 def _thresholds(sqnr_drop: float, latency_ratio: float) -> Any:

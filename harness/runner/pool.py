@@ -95,12 +95,10 @@ class _Worker:
 
 
 class Pool:
-    def __init__(self, cfg: PoolConfig, recipes: dict[str, Recipe], on_record: Callable[[Record], None],
-                 on_worker_exit: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(self, cfg: PoolConfig, recipes: dict[str, Recipe], on_record: Callable[[Record], None]) -> None:
         self.cfg = cfg
         self.recipes = recipes
         self.on_record = on_record
-        self.on_worker_exit = on_worker_exit or (lambda info: None)
         self.ctx = mp.get_context("fork")
         self.workers: list[_Worker] = []
         self.stats: list[dict[str, Any]] = []
@@ -193,7 +191,6 @@ class Pool:
         w.group = []
         if w in self.workers:
             self.workers.remove(w)
-        self.on_worker_exit({"pid": w.proc.pid, "exitcode": w.proc.exitcode})
         w.conn.close()
 
     def shutdown(self) -> None:
