@@ -1,8 +1,13 @@
 """Sweep throughput: the upstream ExecuTorch backend suite vs bti on the same cases, bti cold vs
 warm cache on the starter op suite, the floor, harness overhead and peak RSS. One run, one table.
 
-    .venv/bin/python benchmarks/throughput.py            # everything (about 10 minutes on 2 cores)
+    .venv/bin/python benchmarks/throughput.py            # everything (about 20 minutes on 2 cores)
+    .venv/bin/python benchmarks/throughput.py --upstream-files abs,add,conv2d   # a subset of the upstream files
     .venv/bin/python benchmarks/throughput.py --skip-upstream
+
+The upstream comparison runs the whole operator suite of the executorch wheel
+(``executorch/backends/test/suite/operators``, every ``test_*.py``) with ``pytest -n 2 -m flow_xnnpack``,
+and bti on the same (model, inputs) pairs: ``bti run -s executorch-upstream-ops -r xnnpack -j 2``.
 
 The floor is the summed in-process cost of the unavoidable work of every executed item (build the
 module and inputs, eager reference, torch.export — once per group — then quantize, lower,
@@ -23,8 +28,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-UPSTREAM_FILES = ["abs", "add", "cat", "clamp", "conv2d", "div", "exp", "gelu", "linear", "maxpool2d", "mean", "mul",
-                  "permute", "relu", "sigmoid"]
 
 
 def bti(args: list[str], env: dict[str, str] | None = None) -> float:
@@ -53,13 +56,13 @@ def floor_seconds(recs: list[dict], workers: int) -> float:
     return total / workers
 
 
-def upstream(files: list[str], jobs: int) -> tuple[int, float]:
+def upstream(files: list[str] | None, jobs: int) -> tuple[int, float]:
     import importlib.util
 
     spec = importlib.util.find_spec("executorch.backends.test.suite.operators")
     assert spec and spec.submodule_search_locations, "executorch's backend test suite is not installed"
     suite = Path(next(iter(spec.submodule_search_locations)))
-    paths = [str(suite / f"test_{f}.py") for f in files]
+    paths = [str(suite / f"test_{f}.py") for f in files] if files else [str(suite)]
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "pytest", "-n", str(jobs), "-q", "-p", "no:cacheprovider", "-m", "flow_xnnpack",
                           "--rootdir", str(suite.parent), *paths], capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -77,23 +80,26 @@ def main() -> int:
     ap.add_argument("--suite", default="ops")
     ap.add_argument("--recipe", default="xnnpack")
     ap.add_argument("--skip-upstream", action="store_true")
+    ap.add_argument("--upstream-files", default="all", help="comma-separated operator file names (test_<name>.py), or all")
     ns = ap.parse_args()
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         if not ns.skip_upstream:
             # the unit is one lowered-and-run program (an upstream test may run several as subtests)
-            n_up, wall_up = upstream(UPSTREAM_FILES, ns.jobs)
-            filters = [a for f in UPSTREAM_FILES for a in ("-k", f"op.{f}.*")]
+            files = None if ns.upstream_files == "all" else ns.upstream_files.split(",")
+            n_up, wall_up = upstream(files, ns.jobs)
+            filters = [a for f in files or [] for a in ("-k", f"op.{f}.*")]
             wall = bti(["run", "-s", "executorch-upstream-ops", "-r", "xnnpack", *filters, "-j", str(ns.jobs), "--no-reuse",
                         "-o", str(t / "up")])
             up_recs = [r for r in records(t / "up" / "results.jsonl") if r["status"] not in ("SKIP", "UNAVAILABLE")]
             programs = len(up_recs)
             rows.append(("upstream suite (pytest -n 2, xnnpack flow)", f"{60 * programs / wall_up:.1f}",
                          f"{programs} programs ({n_up} pytest tests) in {wall_up:.0f} s: pytest -n {ns.jobs} -m flow_xnnpack "
-                         f"operators/test_{{{','.join(UPSTREAM_FILES)}}}.py"))
+                         + (f"operators/test_{{{','.join(files)}}}.py" if files else "operators/")))
             rows.append(("bti, same upstream cases (cold)", f"{60 * programs / wall:.1f}",
-                         f"{programs} items in {wall:.0f} s: bti run -s executorch-upstream-ops -r xnnpack -k 'op.<file>.*' -j {ns.jobs} --no-reuse"))
+                         f"{programs} items in {wall:.0f} s: bti run -s executorch-upstream-ops -r xnnpack "
+                         + ("-k 'op.<file>.*' " if files else "") + f"-j {ns.jobs} --no-reuse"))
             rows.append(("  ratio bti / upstream", f"{wall_up / wall:.1f}x", "same cases, same flow, both with 2 workers"))
         common = ["run", "-s", ns.suite, "-r", ns.recipe, "-j", str(ns.jobs)]
         wall_cold = bti([*common, "--no-reuse", "-o", str(t / "cold")])

@@ -5,8 +5,9 @@
 ``torch.export``'s ``run_decompositions`` rebuilds the table of composite-implicit ops
 (``torch._export.utils._collect_all_valid_cia_ops``) on every call — three times per
 ``to_edge_transform_and_lower`` — which is most of the cost of lowering a tiny graph. The result
-depends only on which operators are registered, so it is cached and keyed by the number of
-registered operator schemas: registering a new op invalidates it. ``benchmarks/verify_speedups.py``
+depends only on which operators have a composite-implicit kernel, so it is cached and keyed by the
+number of CompositeImplicitAutograd registrations in the dispatcher (0.3 ms to read, where the list
+of every operator name took 1.5 ms): registering a new CIA kernel invalidates it. ``benchmarks/verify_speedups.py``
 checks that every starter-suite item yields identical ``.pte`` bytes and outputs with and without
 it. Turn it off with ``--no-speedups`` or ``BTI_NO_SPEEDUPS=1``.
 
@@ -18,12 +19,41 @@ has no cache). That was 40% of a small XNNPACK lowering. bti rebinds the name ``
 ``torch._ops`` only, to a stand-in whose subscriptions are memoized and whose ``isinstance`` /
 ``issubclass`` checks delegate to ``collections.abc.Callable``. Annotations are all it is used
 for there besides one ``isinstance`` check, so behaviour is unchanged; the same benchmark verifies it.
+
+3. Garbage-collector scheduling (not a memoization: nothing is computed differently). With torch,
+executorch and their dependencies imported, the heap holds millions of objects, and lowering
+allocates enough containers (closures, partials, FX nodes) to set off full collections that walk
+all of them: measured on a tiny graph, GC was ~45% of an XNNPACK lowering (0.46 s → 0.25 s per item
+with lowering, ``to_executorch`` and one collection; portable 0.25 s → 0.11 s). So the parent
+freezes its heap (``gc.freeze``) just before forking workers (which also keeps copy-on-write pages
+shared), and a worker runs each group with automatic collection off, then collects once and
+freezes what survived. Garbage cycles are still collected, once per group; anything a group leaves
+reachable is frozen, which worker recycling (``--max-items`` / ``--max-growth-mb``) bounds.
+
+The parent also lowers a tiny model once per recipe before it forks (``harness.stages.warm_up``),
+so the lazily built state (XNNPACK's pattern graphs for SDPA and bilinear upsampling alone take
+2.2 s) is built once rather than in every new worker; torch runs with one thread there, so no
+OpenMP pool exists when the parent forks.
+
+4. ``_override_composite_implicit_decomp`` itself, entered two or three times per lowering: for each
+of ~560 CIA ops it goes through ``OpOverload.py_impl`` 22 times (each call builds a closure, checks
+the key's kind and clears the op's dispatch cache): 24 ms per entry with GC out of the way. bti
+swaps in a version with the same effect: the same ``py_kernels`` entries, built in torch's order by
+the same torch helpers (``autograd_not_implemented``, ``_get_decomp_for_cia``), the same
+fake-tensor registration and the same restore on exit. It computes each op's patched table once
+per (op, decomp callable) — ``_callable_key`` recognises the equivalent ``functools.partial``
+objects torch rebuilds on every call — and reuses it while the op's kernels before entry are unchanged (checked
+on every entry), so an entry is a dictionary copy and update per op: about 1 ms instead of 24 ms.
+The reused entries are stateless wrappers (a closure over the op, a ``functools.partial``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 _ORIGINAL: Any = None
@@ -75,7 +105,141 @@ def enable_typing_cache() -> bool:
 
 
 def enable_all() -> bool:
-    return enable_cia_cache() and enable_typing_cache()
+    """Speedups 1, 2 and 4 (3 is ``enable_gc_policy``, called just before workers fork)."""
+    return enable_cia_cache() and enable_typing_cache() and enable_fast_override()
+
+
+_ORIGINAL_OVERRIDE: Any = None
+
+
+def _force_dispatch_to_orig_cia_callable(fake_tensor_mode: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
+    # The body of the closure of this name in torch.export.exported_program._override_composite_implicit_decomp.
+    orig_cia_callable = kwargs["original_callable"]
+    del kwargs["original_callable"]
+    with fake_tensor_mode:
+        return orig_cia_callable(*args, **kwargs)
+
+
+# (op, decomp callable) -> (the op's py_kernels before, its py_kernels while overridden, its fake impl)
+_PATCHES: dict[tuple[Any, Any], tuple[dict[Any, Any], dict[Any, Any], Any]] = {}
+
+
+def _callable_key(fn: Any) -> Any:
+    """Identify a decomposition callable by what it does. torch builds a fresh
+    ``functools.partial(<fresh closure-free local function>, kernel=op)`` for many ops on every
+    ``run_decompositions`` (``_get_decomp_for_cia``); two of those with the same code object, no
+    closure, no defaults and equal arguments behave identically."""
+    import functools
+    import types
+
+    if not isinstance(fn, functools.partial):
+        return fn
+    func = fn.func
+    if isinstance(func, types.FunctionType) and func.__closure__ is None and not func.__defaults__ and not func.__kwdefaults__:
+        func = ("code", func.__code__, func.__globals__.get("__name__"))
+    key = ("partial", func, fn.args, tuple(sorted(fn.keywords.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return fn
+    return key
+
+
+def _patch_plan(op: Any, decomp_callable: Any, saved: dict[Any, Any]) -> tuple[dict[Any, Any], dict[Any, Any], Any]:
+    """What torch's ``_override_composite_implicit_decomp`` makes of one op, in torch's own order and
+    with torch's own helpers, computed on a copy: (saved, patched py_kernels, fake-tensor impl)."""
+    import functools
+
+    import torch
+    import torch.export.exported_program as epm
+    from torch._export.utils import _get_decomp_for_cia
+    from torch._higher_order_ops.utils import autograd_not_implemented
+
+    cia_key = torch._C.DispatchKey.CompositeImplicitAutograd
+    kernels = dict(saved)
+    for key in epm._AUTOGRAD_ALIAS_BACKEND_KEYS_TO_OVERRIDE:
+        if key not in kernels:
+            kernels[key] = autograd_not_implemented(op, deferred_error=True)
+    orig_cia_callable = _get_decomp_for_cia(op)  # reads op.py_kernels, which still equal `saved`
+    kernels.pop(cia_key, None)
+    kernels[cia_key] = decomp_callable
+    fake_impl = functools.partial(_force_dispatch_to_orig_cia_callable, original_callable=orig_cia_callable)
+    for key in epm._BACKEND_KEYS_TO_OVERRIDE:
+        if key not in kernels:
+            kernels[key] = orig_cia_callable
+    return saved, kernels, fake_impl
+
+
+@contextlib.contextmanager
+def _fast_override_composite_implicit_decomp(cia_ops_to_callable: dict[Any, Any]) -> Iterator[None]:
+    """Speedup 4: torch's ``_override_composite_implicit_decomp`` from remembered per-op plans."""
+    from torch._subclasses import fake_impls
+
+    fake_table = fake_impls.op_implementations_dict
+    saved_tables = {}
+    for op, decomp_callable in cia_ops_to_callable.items():
+        kernels = op.py_kernels
+        saved = saved_tables[op] = kernels.copy()
+        key = (op, _callable_key(decomp_callable))
+        plan = _PATCHES.get(key)
+        if plan is None or plan[0] != saved:  # first use, or the op's kernels changed since: recompute
+            if len(_PATCHES) > 50_000:
+                _PATCHES.clear()
+            plan = _PATCHES[key] = _patch_plan(op, decomp_callable, saved)
+        kernels.clear()
+        kernels.update(plan[1])
+        if op not in fake_table:
+            fake_table[op] = plan[2]
+        op._dispatch_cache.clear()
+    try:
+        yield
+    finally:
+        for op, saved in saved_tables.items():
+            op.py_kernels.clear()
+            op.py_kernels.update(saved)
+            op._dispatch_cache.clear()
+            fake_impls._deregister_op_impl(op)
+
+
+def enable_fast_override() -> bool:
+    global _ORIGINAL_OVERRIDE
+    if os.environ.get("BTI_NO_SPEEDUPS"):
+        return False
+    import torch.export.exported_program as epm
+
+    if _ORIGINAL_OVERRIDE is None:
+        _ORIGINAL_OVERRIDE = epm._override_composite_implicit_decomp
+        epm._override_composite_implicit_decomp = _fast_override_composite_implicit_decomp
+    return True
+
+
+_GC_POLICY = False
+
+
+def enable_gc_policy() -> bool:
+    """Speedup 3: freeze this (warm, not yet forked) process's heap; workers then use ``group_gc``."""
+    global _GC_POLICY
+    if os.environ.get("BTI_NO_SPEEDUPS"):
+        return False
+    gc.collect()
+    gc.freeze()
+    _GC_POLICY = True
+    return True
+
+
+@contextlib.contextmanager
+def group_gc() -> Iterator[None]:
+    """Run one group with automatic collection off; then collect once and freeze the survivors."""
+    if not _GC_POLICY:
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
+        gc.freeze()
 
 
 def enable_cia_cache() -> bool:
@@ -89,7 +253,7 @@ def enable_cia_cache() -> bool:
     memo: dict[int, Any] = {}
 
     def cached() -> Any:
-        key = len(torch._C._dispatch_get_all_op_names())
+        key = len(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd"))
         if key not in memo:
             memo.clear()
             memo[key] = original()

@@ -13,7 +13,7 @@ import resource
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import numpy as np
@@ -267,6 +267,41 @@ def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
     agree = float(np.mean(np.argmax(out, axis=-1) == np.argmax(ref, axis=-1)))
     key = "top1_agreement" if task == "classifier" else "next_token_agreement"
     return {key: round(agree, 6)}
+
+
+# Only pure-Python lowering paths are warmed in the parent: a vendor backend could crash the parent
+# (which holds the results file), and a runtime with its own thread pool (OpenVINO's TBB) would make
+# every later fork unsafe.
+WARM_PARTITIONERS = frozenset({"xnnpack"})
+
+
+def warm_up(recipes: list[Recipe]) -> None:
+    """Lower (never load or run) a tiny model once per recipe in the not-yet-forked parent, so the
+    state torch and executorch build lazily on first use exists before workers fork. Only built-in
+    ExecuTorch recipes whose partitioners are in ``WARM_PARTITIONERS`` (or none). One torch thread:
+    no OpenMP pool is started, so forking stays safe. Failures are ignored (the items themselves
+    will report them); the global RNG state is left as it was."""
+    import torch
+
+    from harness.spec.build import Built
+
+    torch.set_num_threads(1)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+        example = (torch.randn(2, 8),)
+        try:
+            ep = torch.export.export(module, example, strict=False)
+        except Exception:
+            return
+        built = Built(module, example, example, None)
+        for recipe in recipes:
+            if recipe.backend != "executorch" or not set(recipe.raw.get("partitioners") or []) <= WARM_PARTITIONERS:
+                continue
+            backend = get_backend(recipe.backend)
+            with suppress(Exception):
+                lowered, _ = backend.lower(recipe, backend.quantize(recipe, ep, built) if recipe.quantize else ep)
+                backend.serialize(lowered)
 
 
 def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,

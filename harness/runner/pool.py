@@ -58,6 +58,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         os.close(fd)
     import torch
 
+    from harness.speedups import group_gc
     from harness.stages import execute_group
 
     torch.set_num_threads(cfg.threads)
@@ -67,11 +68,12 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         msg = conn.recv()
         if msg is None:
             return
-        execute_group(
-            msg, recipes, cfg.run_id,
-            on_start=lambda item_id: conn.send(("start", item_id)),
-            emit=lambda rec: conn.send(("result", rec)),
-        )
+        with group_gc():
+            execute_group(
+                msg, recipes, cfg.run_id,
+                on_start=lambda item_id: conn.send(("start", item_id)),
+                emit=lambda rec: conn.send(("result", rec)),
+            )
         done += len(msg)
         rss = _rss_mb()
         retire = done >= cfg.max_items or rss - start_rss > cfg.max_growth_mb

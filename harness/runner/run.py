@@ -72,7 +72,10 @@ class Progress(Protocol):
 
 def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
     from harness.env import versions
+    from harness.suites import WARM_DISCOVERY
 
+    if set(WARM_DISCOVERY) & set(opts.suites):
+        warm_imports([load_recipe(n) for n in opts.recipes], opts.speedups)
     recipes, items = plan(opts.suites, opts.recipes, opts.filters)
     if not items:
         raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
@@ -220,6 +223,12 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
     from harness.runner.pool import Pool, PoolConfig
 
     warm_imports(list(recipes.values()), opts.speedups)
+    if opts.speedups:
+        from harness.speedups import enable_gc_policy
+        from harness.stages import warm_up
+
+        warm_up([recipes[name] for name in dict.fromkeys(it.recipe for group in todo for it in group)])
+        enable_gc_policy()
     cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
                      log_dir=str(opts.out.parent / "logs"))

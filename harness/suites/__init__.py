@@ -11,6 +11,9 @@ HERE = Path(__file__).parent
 YAML_SUITES = {"ops": HERE / "ops.yaml", "smoke": HERE / "smoke.yaml"}
 PY_SUITES = ("models", "hf-models", "tv-models", "executorch-upstream-ops", "core-ops", "core-ops-ci")
 DEFAULT_SUITES = ("ops", "models")
+# Suites whose discovery needs torch and executorch imported: `bti run` warms its parent first, so
+# discovery forks from it instead of paying the imports again in a fresh interpreter.
+WARM_DISCOVERY = ("executorch-upstream-ops",)
 
 
 def suite_names() -> list[str]:

@@ -4,8 +4,10 @@
 Each upstream pytest function calls ``test_runner.lower_and_run_model(model, inputs, ...)`` one
 or more times. bti calls those functions with a *collecting* runner that records each
 ``(model, inputs, dynamic_shapes)`` instead of lowering it; every recorded call becomes one case
-(``op.<file op>.<function>[_<param id>]_<n>``). Discovery runs in a subprocess (the tests build
-models and tensors, and the bti parent must not compute before it forks workers); a worker later
+(``op.<file op>.<function>[_<param id>]_<n>``). Discovery runs in a child process (the tests build
+models and tensors, and the bti parent must not compute before it forks workers): forked from a
+``bti run`` parent that has already imported torch and executorch (0.2 s), else a fresh
+interpreter (5 s, mostly imports, e.g. for ``bti list``). A worker later
 re-runs the same function under the case seed and picks its call by index, so inputs are
 deterministic. Tests the upstream suite skips (``unittest.skip``/``pytest.skip``) are left out.
 """
@@ -122,8 +124,42 @@ def _tensors(inputs: Any) -> list[Any]:
     return [x for x in pytree.tree_leaves(inputs) if isinstance(x, torch.Tensor)]
 
 
+def _collect_into(conn: Any) -> None:
+    """Forked discovery child: send ("ok", descriptors) or ("error", message), print nothing."""
+    import warnings
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    warnings.filterwarnings("ignore")
+    try:
+        conn.send(("ok", collect()))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
+        conn.send(("error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+
+
+def _descriptors_forked() -> list[dict[str, Any]]:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_collect_into, args=(sender,), daemon=True)
+    proc.start()
+    sender.close()
+    try:
+        kind, payload = receiver.recv()
+    except EOFError:
+        kind, payload = "error", "the discovery process died"
+    proc.join()
+    if kind != "ok":
+        raise UserError(f"cannot collect the upstream ExecuTorch operator tests: {payload} (exit {proc.exitcode})")
+    return payload  # type: ignore[no-any-return]
+
+
 @cache
 def _descriptors() -> list[dict[str, Any]]:
+    if "executorch.exir" in sys.modules:  # a warm `bti run` parent
+        return _descriptors_forked()
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     res = subprocess.run([sys.executable, "-m", "harness.suites.upstream"], capture_output=True, text=True, env=env,
                          stdin=subprocess.DEVNULL)

@@ -1,0 +1,45 @@
+"""The ExecuTorch backend suite's operator tests as bti cases (``-s executorch-upstream-ops``), and the
+warm parent the speed work relies on (discovery forked from it, a warm-up lowering before workers fork)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def records(path: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in (json.loads(x) for x in path.read_text().splitlines()[1:])}
+
+
+def test_upstream_tests_run_as_bti_cases(bti, tmp_path: Path) -> None:
+    # `bti list` discovers in a fresh interpreter; `bti run` forks discovery from its warm parent:
+    # both must see the same cases.
+    listed = bti("list", "-s", "executorch-upstream-ops", "-r", "xnnpack", "-k", "op.abs.*", "-k", "op.linear.*")
+    assert listed.code == 0, listed.err
+    res = bti("run", "-s", "executorch-upstream-ops", "-r", "xnnpack", "-k", "op.abs.*", "-k", "op.linear.*",
+              "--no-reuse", "-j", "2", "-o", str(tmp_path))
+    recs = records(tmp_path / "results.jsonl")
+    assert recs and all(item_id in listed.out for item_id in recs)
+    abs_items = {k: r for k, r in recs.items() if k.startswith("op.abs.")}
+    assert len(abs_items) == 4
+    for item_id, rec in abs_items.items():  # upstream's test_abs_* calls, really lowered and run on XNNPACK
+        assert rec["status"] == "PASS", (item_id, rec.get("detail"))
+        assert rec["partition"]["delegated_nodes"] >= 1 and rec["pte_bytes"] > 0
+    # upstream's test_linear_* feed 64 features to Linear(67, 43): the test itself is broken
+    broken = [r for k, r in recs.items() if k.startswith("op.linear.") and r["status"] == "FAIL_EXPORT"]
+    assert broken and all("mat1 and mat2 shapes cannot be multiplied" in r["detail"] for r in broken)
+    assert res.code == 1  # those are unexpected failures
+
+
+def test_warm_parent_forks_workers_that_use_several_threads(bti, tmp_path: Path) -> None:
+    # The parent lowers a tiny model before forking (harness.stages.warm_up). Workers with two torch
+    # threads must still run (a fork after an OpenMP pool existed would hang them: TIMEOUT here).
+    res = bti("run", "-s", "smoke", "-r", "portable", "-r", "xnnpack", "--threads", "2", "--timeout", "60",
+              "--no-reuse", "-j", "2", "-o", str(tmp_path))
+    assert res.code == 0, res.err
+    recs = records(tmp_path / "results.jsonl")
+    assert len(recs) == 16 and {r["status"] for r in recs.values()} <= {"PASS", "PASS_UNDELEGATED"}
