@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -97,8 +96,9 @@ def run(**kw: Any) -> None:
         if bar:
             bar.close()
     if not kw["no_report"]:
-        # Reports come from the JSONL alone, in a fresh process that never imports torch.
-        subprocess.run([sys.executable, "-m", "harness", "report", str(jsonl), "--out-dir", str(out_dir), "--quiet"], check=True)
+        # Reports come from the JSONL alone: exactly `bti report` (its options and environment
+        # variables, e.g. $GITHUB_STEP_SUMMARY), run in this process to save an interpreter start.
+        report.main([str(jsonl), "--out-dir", str(out_dir), "--quiet"], standalone_mode=False)
     code = _verdict(jsonl, result.executed, result.reused)
     raise SystemExit(code)
 

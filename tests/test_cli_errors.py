@@ -25,9 +25,12 @@ def test_malformed_yaml(bti) -> None:
     check_usage_error(res, "bad_yaml.yaml:", "invalid YAML")
 
 
-def test_unknown_op(bti) -> None:
-    res = bti("run", "-s", str(FIXTURES / "suites" / "unknown_op.yaml"), "-r", "portable")
+def test_unknown_op(bti, tmp_path: Path) -> None:
+    previous = tmp_path / "results.jsonl"
+    previous.write_text('{"kind": "header", "schema": 1}\n')
+    res = bti("run", "-s", str(FIXTURES / "suites" / "unknown_op.yaml"), "-r", "portable", "-o", str(tmp_path))
     check_usage_error(res, "unknown_op.yaml:7", "unknown op 'aten::definitely_not_an_op'")
+    assert previous.read_text() == '{"kind": "header", "schema": 1}\n'  # refused before anything is written
 
 
 def test_unknown_recipe(bti) -> None:

@@ -10,6 +10,9 @@ Each worker receives whole groups (one case × axes, all recipes) and reports, p
 
 and in both cases the group's remaining items go back to the queue for a fresh worker.
 Workers retire after ``max_items`` items or ``max_growth_mb`` of RSS growth, so memory stays flat.
+With speedups on, the parent has also lowered a tiny model per recipe (``harness.stages.warm_up``)
+and frozen its heap before forking, and a worker runs each group with a single garbage collection
+at its end (``harness.speedups.group_gc``).
 """
 
 from __future__ import annotations

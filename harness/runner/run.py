@@ -54,14 +54,14 @@ class RunResult:
     reused: int
 
 
-def plan(suites: list[str], recipe_names: list[str], filters: Filters) -> tuple[list[Recipe], list[Item]]:
+def plan(suites: list[str], recipe_names: list[str], filters: Filters, check: bool = True) -> tuple[list[Recipe], list[Item]]:
     from harness.suites import load_suites
 
     recipes = [load_recipe(n) for n in recipe_names]
     names = [r.name for r in recipes]
     if len(set(names)) != len(names):
         raise UserError(f"recipe given twice: {', '.join(names)}")
-    cases = load_suites(suites)
+    cases = load_suites(suites, check=check)
     return recipes, expand(cases, recipes, filters)
 
 
@@ -71,12 +71,19 @@ class Progress(Protocol):
 
 
 def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
+    from harness.speedups import parent_gc
+
+    with parent_gc(opts.speedups):
+        return _execute(opts, progress)
+
+
+def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     from harness.env import versions
     from harness.suites import WARM_DISCOVERY
 
     if set(WARM_DISCOVERY) & set(opts.suites):
         warm_imports([load_recipe(n) for n in opts.recipes], opts.speedups)
-    recipes, items = plan(opts.suites, opts.recipes, opts.filters)
+    recipes, items = plan(opts.suites, opts.recipes, opts.filters, check=False)  # ops checked below, if run
     if not items:
         raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
     by_name = {r.name: r for r in recipes}
@@ -95,21 +102,41 @@ def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
                         for r in recipes},  # type: ignore[typeddict-unknown-key]
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
     }
+    from harness.spec.suite import check_ops
+
     done: set[str] = set()
-    if opts.resume and opts.out.exists() and opts.out.stat().st_size:
-        writer = ResultsWriter(opts.out, None)  # lock first, then repair and read
-        try:
+    writer: ResultsWriter | None = None
+    cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir else None
+    try:
+        if opts.resume and opts.out.exists() and opts.out.stat().st_size:
+            writer = ResultsWriter(opts.out, None)  # lock first, then repair and read
             repair_tail(opts.out)
             _, previous = read_results(opts.out)
-        except BaseException:
+            done = {r["id"] for r in previous}
+        settled: list[Record] = []
+        todo: list[list[Item]] = []
+        for group in groups:
+            pending = []
+            for item in group:
+                if item.id in done:
+                    continue
+                rec = _settle(item, by_name[item.recipe], unavailable, cache, run_id)
+                if rec is None:
+                    pending.append(item)
+                else:
+                    settled.append(rec)
+            if pending:
+                todo.append(pending)
+        # Only items that will run need their ops resolved (imports torch); an unknown op stops
+        # the run here, before an existing results file is truncated.
+        check_ops(list({it.case.id: it.case for group in todo for it in group}.values()))
+    except BaseException:
+        if writer is not None:
             writer.close()
-            raise
-        done = {r["id"] for r in previous}
-    else:
+        raise
+    if writer is None:
         writer = ResultsWriter(opts.out, header, truncate=True)
-    cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir else None
     records: list[Record] = []
-    reused = 0
 
     def record(rec: Record) -> None:
         writer.write(rec)
@@ -120,28 +147,17 @@ def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
             progress.advance(rec)
 
     if progress:
-        progress.start(sum(1 for g in groups for it in g if it.id not in done))
-    todo: list[list[Item]] = []
+        progress.start(len(settled) + sum(len(g) for g in todo))
+    stats: list[dict[str, Any]] = []
     with writer:
-        for group in groups:
-            pending = []
-            for item in group:
-                if item.id in done:
-                    continue
-                settled = _settle(item, by_name[item.recipe], unavailable, cache, run_id)
-                if settled is None:
-                    pending.append(item)
-                    continue
-                reused += bool(settled.get("cached"))
-                writer.write(settled)
-                records.append(settled)
-                if progress:
-                    progress.advance(settled)
-            if pending:
-                todo.append(pending)
-        stats: list[dict[str, Any]] = []
+        for rec in settled:
+            writer.write(rec)
+            records.append(rec)
+            if progress:
+                progress.advance(rec)
         if todo:
             stats = _run_pool(opts, by_name, run_id, todo, record)
+    reused = sum(bool(r.get("cached")) for r in settled)
     return RunResult(records, stats, sum(len(g) for g in todo), reused)
 
 

@@ -35,6 +35,7 @@ class Case:
     dtypes: tuple[str, ...] = ("float32",)
     shapes: tuple[str, ...] = ("static",)
     source: str = ""  # file:line or python module
+    op_loc: str = field(default="", hash=False, compare=False)  # where `op:` is written (for errors)
 
     @property
     def spec_hash(self) -> str:

@@ -57,7 +57,7 @@ TENSOR_KEYS = {"shape", "preset", "dtype", "init", "mean", "std", "low", "high",
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def load_suite(path: Path, name: str | None = None) -> list[Case]:
+def load_suite(path: Path, name: str | None = None, check: bool = True) -> list[Case]:
     doc = _load_with_includes(path, seen=())
     suite = name or doc.get("suite") or path.stem
     dims = doc["dims"]
@@ -69,6 +69,8 @@ def load_suite(path: Path, name: str | None = None) -> list[Case]:
                 raise SpecError(f"{case.source}: duplicate case id {case.id} (first at {seen[case.id]})")
             seen[case.id] = case.source
             cases.append(case)
+    if check:
+        check_ops(cases)
     return cases
 
 
@@ -162,8 +164,22 @@ def _substitute(value: Any, binding: dict[str, Any], loc: str) -> Any:
     return value
 
 
+def check_ops(cases: list[Case]) -> None:
+    """Resolve every case's ``op`` against torch (imports torch): an unknown op is a SpecError at
+    the line that names it. Kept apart from loading so a run whose items all come from the cache
+    never imports torch."""
+    from harness.spec.ops import resolve_op
+
+    checked: set[str] = set()
+    for case in cases:
+        op = case.spec.get("op") if case.kind == "op" else None
+        if isinstance(op, str) and op not in checked:
+            resolve_op(op, case.op_loc or case.source)
+            checked.add(op)
+
+
 def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int], presets: dict[str, Any], defaults: dict[str, Any]) -> Case:
-    from harness.spec.ops import op_short_name, resolve_op
+    from harness.spec.ops import op_short_name
 
     op = raw.get("op")
     if not isinstance(op, str) or not op:
@@ -171,7 +187,6 @@ def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int],
     variant = raw.get("id")
     if not isinstance(variant, (str, int)) or not re.fullmatch(r"[\w.\-]+", str(variant)):
         raise SpecError(f"{loc}: case needs an `id:` made of letters, digits, _ . -; got {variant!r}")
-    resolve_op(op, where(raw, loc, key="op"))
     used: set[str] = set()
     args = [_node(a, loc, dims, presets, used) for a in raw.get("args") or []]
     kwargs_raw = raw.get("kwargs") or {}
@@ -208,6 +223,7 @@ def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int],
         dtypes=dtypes,
         shapes=("static", "dynamic") if dynamic else ("static",),
         source=loc,
+        op_loc=where(raw, loc, key="op"),
     )
 
 

@@ -20,8 +20,10 @@ def suite_names() -> list[str]:
     return sorted([*YAML_SUITES, *PY_SUITES])
 
 
-def load_suites(names: list[str] | tuple[str, ...]) -> list[Case]:
-    from harness.spec.suite import load_suite
+def load_suites(names: list[str] | tuple[str, ...], check: bool = True) -> list[Case]:
+    """The named suites' cases. ``check=False`` leaves resolving ops against torch to the caller
+    (``harness.spec.suite.check_ops``), as ``bti run`` does for the items it actually executes."""
+    from harness.spec.suite import check_ops, load_suite
 
     cases: list[Case] = []
     for name in names:
@@ -47,9 +49,9 @@ def load_suites(names: list[str] | tuple[str, ...]) -> list[Case]:
 
             cases.extend(upstream_cases())
         elif name in YAML_SUITES:
-            cases.extend(load_suite(YAML_SUITES[name], name=name))
+            cases.extend(load_suite(YAML_SUITES[name], name=name, check=False))
         elif Path(name).suffix in (".yaml", ".yml"):
-            cases.extend(load_suite(Path(name)))
+            cases.extend(load_suite(Path(name), check=False))
         else:
             raise UserError(f"unknown suite {name!r}", hint=f"built-in suites: {', '.join(suite_names())}, or a .yaml path")
     unique: dict[str, Case] = {}
@@ -57,4 +59,6 @@ def load_suites(names: list[str] | tuple[str, ...]) -> list[Case]:
         if c.id in unique and unique[c.id].source != c.source:
             raise UserError(f"case id {c.id} is defined twice ({unique[c.id].source} and {c.source})")
         unique.setdefault(c.id, c)
+    if check:
+        check_ops(list(unique.values()))
     return list(unique.values())

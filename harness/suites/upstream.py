@@ -134,7 +134,7 @@ def _collect_into(conn: Any) -> None:
     warnings.filterwarnings("ignore")
     try:
         conn.send(("ok", collect()))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
+    except BaseException as exc:  # reported to the parent as one line
         conn.send(("error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
 
 
