@@ -65,11 +65,13 @@ def cli() -> None:
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Result cache (default: $BTI_CACHE_DIR or .bti-cache).")
 @click.option("--shard", help="Run shard i/n of the matrix (for a CI matrix); join with `bti merge`.")
 @click.option("--durations", type=click.Path(exists=True, path_type=Path), help="A previous results.jsonl to balance shards by duration.")
-@click.option("--no-speedups", is_flag=True, help="Disable the guarded export memoization (see harness/speedups.py).")
+@click.option("--no-speedups", is_flag=True, help="Disable the guarded export memoizations and GC schedule (see harness/speedups.py).")
 @click.option("--threads", type=click.IntRange(1), default=1, show_default=True, help="torch threads per worker.")
 @click.option("--max-items-per-worker", type=click.IntRange(1), default=400, show_default=True, help="Recycle a worker after this many items.")
 @click.option("--max-worker-growth-mb", type=float, default=1024.0, show_default=True, help="Recycle a worker after this RSS growth.")
 @click.option("--no-report", is_flag=True, help="Only write the JSONL.")
+@click.option("--bundle", is_flag=True, help="Also write each ExecuTorch item's .pte and bundled program (.bpte: inputs + "
+              "eager reference outputs) to OUT_DIR/programs/ for `bti bench` or a device. Runs cached items again.")
 @click.option("--upstream-repo", help="Upstream owner/name being tested (recorded in the header).")
 @click.option("--upstream-sha", help="Upstream commit (40 hex).")
 @click.option("--upstream-pr", type=int, help="Upstream pull request number.")
@@ -87,7 +89,7 @@ def run(**kw: Any) -> None:
         timeout=kw["timeout"], resume=kw["resume"], cache_dir=(kw["cache_dir"] or default_dir()) if reuse else None,
         shard=kw["shard"], durations=kw["durations"], upstream=upstream, speedups=not kw["no_speedups"],
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
-        argv=sys.argv[1:],
+        bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
     )
     bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
     try:
@@ -231,6 +233,39 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     if not quiet:
         for kind, path in paths.items():
             click.echo(f"{kind}\t{path}")
+
+
+@cli.command()
+@click.argument("program", type=click.Path(path_type=Path))
+@click.option("--method", default="forward", show_default=True)
+@click.option("--warmup", type=click.IntRange(0), default=3, show_default=True, help="Untimed runs first.")
+@click.option("--repeats", type=click.IntRange(1), default=20, show_default=True, help="Timed runs.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs generated for a .pte.")
+@click.option("--reference", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="For a .pte: an exported program (torch.export.save) to compare outputs against.")
+@click.option("--rtol", type=float, default=1e-3, show_default=True)
+@click.option("--atol", type=float, default=1e-3, show_default=True)
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Also write the measurements here as JSON.")
+def bench(program: Path, method: str, warmup: int, repeats: int, seed: int, reference: Path | None, rtol: float,
+          atol: float, json_out: Path | None) -> None:
+    """Load time, latency, memory and accuracy of a .pte or a bundled .bpte on this machine's ExecuTorch runtime.
+
+    A .bpte (from `bti run --bundle`) brings its inputs and expected outputs and is also checked by the
+    runtime's own bundled-program verification. Exit 1 when an accuracy check fails.
+    """
+    from harness.bench import bench as do_bench
+    from harness.bench import render
+    from harness.quiet import quiet
+    from harness.results import atomic_write_text, dumps
+
+    quiet()
+    result = do_bench(program, method=method, warmup=warmup, repeats=repeats, seed=seed, reference=reference,
+                      rtol=rtol, atol=atol)
+    click.echo(render(result))
+    if json_out:
+        atomic_write_text(json_out, dumps(result) + "\n")
+    if not result["ok"]:
+        raise SystemExit(1)
 
 
 @cli.command()

@@ -71,6 +71,7 @@ class Record(TypedDict, total=False):
     pte_bytes: int
     pte_sha256: str  # the serialized program's hash: identical inputs must give identical programs
     delegate_blobs: list[dict[str, Any]]  # [{"backend": "XnnpackBackend", "bytes": 896}]
+    artifacts: dict[str, str]  # with `bti run --bundle`: {"pte": "programs/<item>.pte", "bpte": ...} or "bpte_skipped": why
     outputs: list[OutputStats]
     accuracy: dict[str, Any]  # model-level metrics (top-1 agreement ...)
     latency_ms: dict[str, float]  # median, p90, min, repeats

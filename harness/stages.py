@@ -9,11 +9,13 @@ eager model or of ``torch.export`` is FAIL_EXPORT — not the backend's fault.
 from __future__ import annotations
 
 import hashlib
+import os
 import resource
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -168,7 +170,7 @@ class Group:
             self.failure = failure
 
 
-def run_item(item: Item, recipe: Recipe, group: Group, run_id: str) -> Record:
+def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: str | None = None) -> Record:
     rec = base_record(item, recipe, run_id)
     times = dict(group.times)
     rec["stages"] = times
@@ -176,7 +178,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str) -> Record:
     try:
         if group.failure is not None:
             raise group.failure
-        _run_stages(item, recipe, group, rec, times)
+        _run_stages(item, recipe, group, rec, times, bundle_dir)
     except StageFailure as failure:
         rec["status"] = failure.stage.failure.value
         rec["error"] = error_fields(failure.exc)
@@ -190,7 +192,8 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str) -> Record:
     return finalize(rec, recipe, item.group)
 
 
-def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: dict[str, float]) -> None:
+def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: dict[str, float],
+                bundle_dir: str | None = None) -> None:
     backend = get_backend(recipe.backend)
     built = group.built
     ep = group.ep
@@ -214,6 +217,9 @@ def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: di
     rec["latency_ms"] = lat
     with timed(Stage.COMPARE, times):
         _compare(item, recipe, group, rec, outs)
+    if bundle_dir and recipe.backend == "executorch":
+        rec["artifacts"] = write_programs(Path(bundle_dir), item.id, blob, built.run, group.ref, outs,
+                                          int(stats.get("input_mutations") or 0))
 
 
 def _timed_runs(backend: Any, handle: Any, inputs: tuple[Any, ...], cfg: dict[str, Any]) -> tuple[list[Any], dict[str, float]]:
@@ -275,6 +281,51 @@ def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
 WARM_PARTITIONERS = frozenset({"xnnpack"})
 
 
+def write_programs(directory: Path, item_id: str, blob: bytes, inputs: tuple[Any, ...], refs: list[Any], outs: list[Any],
+                   mutations: int) -> dict[str, str]:
+    """Write ``<item>.pte`` and, when the case fits the bundled-program format, ``<item>.bpte``: the
+    runtime inputs with the eager reference outputs as expected outputs (cast to the program's output
+    dtypes), so a device can check the same case. Paths are relative to the run's output directory."""
+    import re
+
+    import torch
+
+    name = re.sub(r"[^\w.@-]+", "_", item_id).strip("_")
+    directory.mkdir(parents=True, exist_ok=True)
+    pte = directory / f"{name}.pte"
+    _atomic_write(pte, blob)
+    artifacts = {"pte": f"{directory.name}/{pte.name}"}
+    why = None
+    if mutations:
+        why = "the program returns mutated inputs"
+    elif len(refs) != len(outs) or not all(isinstance(r, torch.Tensor) and isinstance(o, torch.Tensor) and r.shape == o.shape
+                                           and not r.is_complex() for r, o in zip(refs, outs, strict=False)):
+        why = "the reference outputs do not match the program's outputs one to one"
+    elif not all(isinstance(x, (torch.Tensor, int, float, bool)) for x in inputs):
+        why = "an input is neither a tensor nor a scalar"
+    if why:
+        artifacts["bpte_skipped"] = why
+        return artifacts
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
+
+    expected = [r.detach().to(o.dtype).contiguous() for r, o in zip(refs, outs, strict=True)]
+    case = MethodTestCase(inputs=[x.contiguous() if isinstance(x, torch.Tensor) else x for x in inputs],
+                          expected_outputs=expected)
+    bundled = BundledProgram(None, [MethodTestSuite("forward", [case])], pte_file_path=str(pte))
+    bpte = directory / f"{name}.bpte"
+    _atomic_write(bpte, serialize_from_bundled_program_to_flatbuffer(bundled))
+    artifacts["bpte"] = f"{directory.name}/{bpte.name}"
+    return artifacts
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def warm_up(recipes: list[Recipe]) -> None:
     """Lower (never load or run) a tiny model once per recipe in the not-yet-forked parent, so the
     state torch and executorch build lazily on first use exists before workers fork. Only built-in
@@ -305,9 +356,9 @@ def warm_up(recipes: list[Recipe]) -> None:
 
 
 def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
-                  on_start: Callable[[str], None], emit: Callable[[Record], None]) -> None:
+                  on_start: Callable[[str], None], emit: Callable[[Record], None], bundle_dir: str | None = None) -> None:
     """Run every item of one group, calling ``on_start(item_id)`` before and ``emit(record)`` after each."""
     group = Group(items[0])
     for item in items:
         on_start(item.id)
-        emit(run_item(item, recipes[item.recipe], group, run_id))
+        emit(run_item(item, recipes[item.recipe], group, run_id, bundle_dir))

@@ -44,6 +44,7 @@ class PoolConfig:
     max_items: int = 400
     max_growth_mb: float = 1024.0
     log_dir: str | None = None  # worker stderr/stdout go to <log_dir>/worker-<pid>.log
+    bundle_dir: str | None = None  # see RunOptions.bundle_dir
 
 
 def _rss_mb() -> float:
@@ -75,7 +76,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
             execute_group(
                 msg, recipes, cfg.run_id,
                 on_start=lambda item_id: conn.send(("start", item_id)),
-                emit=lambda rec: conn.send(("result", rec)),
+                emit=lambda rec: conn.send(("result", rec)), bundle_dir=cfg.bundle_dir,
             )
         done += len(msg)
         rss = _rss_mb()

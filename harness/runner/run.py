@@ -43,6 +43,7 @@ class RunOptions:
     threads: int = 1
     max_items: int = 400
     max_growth_mb: float = 1024.0
+    bundle_dir: Path | None = None  # write each ExecuTorch item's .pte and .bpte here (cache lookups skipped)
     argv: list[str] = field(default_factory=list)
 
 
@@ -120,7 +121,7 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             for item in group:
                 if item.id in done:
                     continue
-                rec = _settle(item, by_name[item.recipe], unavailable, cache, run_id)
+                rec = _settle(item, by_name[item.recipe], unavailable, None if opts.bundle_dir else cache, run_id)
                 if rec is None:
                     pending.append(item)
                 else:
@@ -247,7 +248,7 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
         enable_gc_policy()
     cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
-                     log_dir=str(opts.out.parent / "logs"))
+                     log_dir=str(opts.out.parent / "logs"), bundle_dir=str(opts.bundle_dir) if opts.bundle_dir else None)
     pool = Pool(cfg, recipes, record)
     try:
         pool.run(todo)
