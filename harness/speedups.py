@@ -58,7 +58,6 @@ from collections.abc import Iterator
 from typing import Any
 
 _ORIGINAL: Any = None
-_ORIGINAL_CALLABLE: Any = None
 
 
 class _CachedCallableMeta(type):
@@ -93,24 +92,30 @@ class CachedCallable(metaclass=_CachedCallableMeta):
     """Stands in for ``collections.abc.Callable`` inside ``torch._ops`` (see the module docstring)."""
 
 
-def enable_typing_cache() -> bool:
-    global _ORIGINAL_CALLABLE
+_PATCHED: dict[tuple[str, str], Any] = {}  # (module, attribute) -> the original object
+
+
+def _rebind(module_name: str, attr: str, replacement: Any) -> bool:
+    """Rebind ``module.attr`` to ``replacement`` once, keeping the original; False when speedups are off."""
     if os.environ.get("BTI_NO_SPEEDUPS"):
         return False
-    import torch._ops as ops
+    import importlib
 
-    if _ORIGINAL_CALLABLE is None:
-        _ORIGINAL_CALLABLE = ops.Callable
-        ops.Callable = CachedCallable  # type: ignore[misc]
+    module = importlib.import_module(module_name)
+    if (module_name, attr) not in _PATCHED:
+        _PATCHED[(module_name, attr)] = getattr(module, attr)
+        setattr(module, attr, replacement)
     return True
+
+
+def enable_typing_cache() -> bool:
+    """Speedup 2 (module docstring)."""
+    return _rebind("torch._ops", "Callable", CachedCallable)
 
 
 def enable_all() -> bool:
     """Speedups 1, 2 and 4 (3 is ``enable_gc_policy``, called just before workers fork)."""
     return enable_cia_cache() and enable_typing_cache() and enable_fast_override()
-
-
-_ORIGINAL_OVERRIDE: Any = None
 
 
 def _force_dispatch_to_orig_cia_callable(fake_tensor_mode: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
@@ -203,15 +208,9 @@ def _fast_override_composite_implicit_decomp(cia_ops_to_callable: dict[Any, Any]
 
 
 def enable_fast_override() -> bool:
-    global _ORIGINAL_OVERRIDE
-    if os.environ.get("BTI_NO_SPEEDUPS"):
-        return False
-    import torch.export.exported_program as epm
-
-    if _ORIGINAL_OVERRIDE is None:
-        _ORIGINAL_OVERRIDE = epm._override_composite_implicit_decomp
-        epm._override_composite_implicit_decomp = _fast_override_composite_implicit_decomp
-    return True
+    """Speedup 4 (module docstring)."""
+    return _rebind("torch.export.exported_program", "_override_composite_implicit_decomp",
+                   _fast_override_composite_implicit_decomp)
 
 
 _GC_POLICY = False
