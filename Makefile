@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.bti-installed
 OUT     ?= out
 ARGS    ?=
 
-.PHONY: run test lint setup clean
+.PHONY: run test lint setup clean browser
 
 $(STAMP): pyproject.toml package.json
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
@@ -20,7 +20,12 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/bti run -o $(OUT) $(ARGS)
 
-test: $(STAMP)
+# Debian's chromium, for the dashboard's browser test (apt-get update once, then install).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "bti: could not install chromium; tests/test_dashboard.py needs it"
+
+test: $(STAMP) browser
 	@$(VENV)/bin/python -m pytest $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 

@@ -100,7 +100,9 @@ def run(**kw: Any) -> None:
     if not kw["no_report"]:
         # Reports come from the JSONL alone: exactly `bti report` (its options and environment
         # variables, e.g. $GITHUB_STEP_SUMMARY), run in this process to save an interpreter start.
-        report.main([str(jsonl), "--out-dir", str(out_dir), "--quiet"], standalone_mode=False)
+        # The job summary is `bti report --step-summary`'s business (the composite action calls it): not
+        # appended here too, even when $GITHUB_STEP_SUMMARY is set.
+        report.main([str(jsonl), "--out-dir", str(out_dir), "--step-summary", os.devnull, "--quiet"], standalone_mode=False)
     code = _verdict(jsonl, result.executed, result.reused)
     raise SystemExit(code)
 
@@ -196,14 +198,15 @@ def validate(files: tuple[Path, ...]) -> None:
 @cli.command()
 @click.argument("jsonl", type=click.Path(path_type=Path))
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
-@click.option("--format", "formats", default="junit,md,csv,badge", show_default=True, help="Comma-separated: junit, md, csv, badge.")
+@click.option("--format", "formats", default="junit,md,csv,badge,html", show_default=True,
+              help="Comma-separated: junit, md, csv, badge, html (dashboard.html).")
 @click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
 @click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
 @click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")
 @click.option("--quiet", is_flag=True)
 def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
            quiet: bool) -> None:
-    """Write JUnit XML, Markdown, CSV and badges from a results JSONL. Never imports torch."""
+    """Write JUnit XML, Markdown, CSV, badges and an HTML dashboard from a results JSONL. Never imports torch."""
     from harness.report import FORMATS, write_reports
 
     wanted = tuple(f.strip() for f in formats.split(",") if f.strip())

@@ -18,9 +18,15 @@ def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("bundled")
     res = run_bti("run", "-s", "smoke", "-r", "xnnpack", "-r", "portable", "-k", "op.linear.*", "-k", "op.add.*",
-                  "--bundle", "-j", "2", "-o", str(out))
+                  "--bundle", "-j", "2", "-o", str(out), env={"GITHUB_STEP_SUMMARY": str(out / "step-summary.md")})
     assert res.code == 0, res.err
     return out
+
+
+def test_run_writes_every_report_but_leaves_the_job_summary_to_bti_report(bundled: Path) -> None:
+    for name in ("junit.xml", "summary.md", "results.csv", "badge.svg", "dashboard.html"):
+        assert (bundled / name).stat().st_size > 0, name
+    assert not (bundled / "step-summary.md").exists()  # the action's `bti report --step-summary` writes it, once
 
 
 def records(out: Path) -> dict[str, dict]:

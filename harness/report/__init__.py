@@ -9,11 +9,11 @@ from harness.results import read_results
 __all__ = ["write_reports"]
 
 
-FORMATS = ("junit", "md", "csv", "badge")
+FORMATS = ("junit", "md", "csv", "badge", "html")
 
 
 def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
-    from harness.report import badge, csvout, junit, markdown
+    from harness.report import badge, csvout, dashboard, junit, markdown
     from harness.results import atomic_write_text
 
     header, records = read_results(jsonl)
@@ -30,4 +30,7 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS
         atomic_write_text(paths["csv"], csvout.render(records))
     if "badge" in formats:
         paths.update(badge.write(header, records, out_dir))
+    if "html" in formats:
+        paths["html"] = out_dir / "dashboard.html"
+        atomic_write_text(paths["html"], dashboard.render(header, records))
     return paths
