@@ -1,7 +1,7 @@
 """Sweep throughput: the upstream ExecuTorch backend suite vs bti on the same cases, bti cold vs
 warm cache on the starter op suite, the floor, harness overhead and peak RSS. One run, one table.
 
-    .venv/bin/python benchmarks/throughput.py            # everything (about 20 minutes on 2 cores)
+    .venv/bin/python benchmarks/throughput.py            # everything (about 11 minutes on 2 cores)
     .venv/bin/python benchmarks/throughput.py --upstream-files abs,add,conv2d   # a subset of the upstream files
     .venv/bin/python benchmarks/throughput.py --skip-upstream
 
