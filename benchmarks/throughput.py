@@ -21,6 +21,7 @@ writing, garbage collection, reports.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -59,6 +60,7 @@ def floor_seconds(recs: list[dict], workers: int) -> float:
     return total / workers
 
 
+@functools.cache  # once per recipe: the ops floor and the upstream floor share xnnpack's
 def warm_up_seconds(recipe: str) -> float:
     """The one-time initialisation cost, timed the way `bti run` does it (after the warm imports)."""
     code = ("import time, sys; from harness.recipes import load_recipe; from harness.runner.run import warm_imports; "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,17 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import UserError
-from harness.metrics import compare
+from harness.env import peak_rss_mb, rss_mb
+from harness.errors import UserError, first_line
+from harness.metrics import compare, latency_stats, timed_calls
 
 # ExecuTorch ScalarType codes (executorch/exir/scalar_type.py) -> torch dtype names, for bundled tensors.
 _SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
                  11: "bool", 15: "bfloat16"}
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 @contextlib.contextmanager
@@ -55,7 +50,7 @@ def _runtime_log(into: list[str]) -> Iterator[None]:
 
 def _why(exc: BaseException, log: list[str]) -> str:
     """The exception's first line, plus the runtime's last diagnostic (not its CPU-probing chatter)."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    text = first_line(str(exc)) or type(exc).__name__
     useful = [x for x in log if "cpuinfo" not in x]
     return f"{text} ({useful[-1].split('] ', 1)[-1][:200]})" if useful else text
 
@@ -192,31 +187,26 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
     program_bytes = buf
     if kind == "bpte":
         program_bytes, cases = _bundled_cases(buf, path, method)
-    rss_start = _rss_mb()
+    rss_start = rss_mb()
     program, loaded, load_ms = _load(program_bytes, path, method)
-    rss_loaded = _rss_mb()
+    rss_loaded = rss_mb()
     inputs = cases[0][0] if cases else _generated_inputs(loaded.metadata, seed, path)
     log: list[str] = []
     try:
         with _runtime_log(log):
-            for _ in range(warmup):
-                loaded.execute(inputs)
-            samples = []
-            for _ in range(max(1, repeats)):
-                t0 = time.perf_counter()
-                outputs = list(loaded.execute(inputs))
-                samples.append((time.perf_counter() - t0) * 1000.0)
+            raw, samples = timed_calls(lambda: loaded.execute(inputs), warmup, repeats)
+        outputs = list(raw)
     except Exception as exc:
         raise UserError(f"{path}: running {method!r} failed: {_why(exc, log)}") from None
     arr = np.asarray(samples)
     result: dict[str, Any] = {
         "file": str(path), "kind": kind, "method": method, "bytes": len(buf), "program_bytes": len(program_bytes),
         "load_ms": round(load_ms, 3),
-        "latency_ms": {"median": float(np.median(arr)), "p90": float(np.percentile(arr, 90)), "min": float(arr.min()),
-                       "mean": float(arr.mean()), "std": float(arr.std()), "repeats": len(samples), "warmup": warmup},
+        "latency_ms": {**latency_stats(samples), "mean": float(arr.mean()), "std": float(arr.std()),
+                       "repeats": len(samples), "warmup": warmup},
         "memory_mb": {"rss_start": round(rss_start, 1), "load_growth": round(rss_loaded - rss_start, 1),
-                      "run_growth": round(_rss_mb() - rss_loaded, 1),
-                      "peak_rss": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+                      "run_growth": round(rss_mb() - rss_loaded, 1),
+                      "peak_rss": round(peak_rss_mb(), 1)},
         "inputs": [list(t.shape) if isinstance(t, torch.Tensor) else t for t in inputs],
         "ok": True,
     }
@@ -234,7 +224,8 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
     if checks:
         result["accuracy"] = {"rtol": rtol, "atol": atol, "cases": checks}
         result["ok"] = all(c["ok"] and c.get("runtime_verified", True) for c in checks)
-    del loaded, program  # the method is used up to here; the program must outlive it (EXECUTORCH-NOTES)
+    loaded = None  # the method is released first: the program must outlive it (EXECUTORCH-NOTES)
+    del program
     return result
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import platform
+import resource
 from importlib.metadata import PackageNotFoundError, version
 
 from harness import __version__
@@ -26,9 +28,18 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
-def versions() -> dict[str, str]:
-    import os
+def rss_mb() -> float:
+    """This process's resident set size now, in MiB."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def versions() -> dict[str, str]:
     return {
         "bti": __version__,
         "torch": _pkg("torch"),

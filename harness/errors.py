@@ -7,6 +7,14 @@ one line. Anything else escaping the CLI is a harness bug and keeps its tracebac
 from __future__ import annotations
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped, at most 500 characters."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return ""
+
+
 class UserError(Exception):
     """A problem in the user's input. Rendered as one line, exit code 2."""
 

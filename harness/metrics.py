@@ -8,6 +8,8 @@ Shape and dtype mismatches never raise: they come back as a path-shaped message.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,3 +121,22 @@ def _check(path: str, out: np.ndarray, ref: np.ndarray, s: dict[str, Any], tol: 
     if floor is not None and s["sqnr_db"] < float(floor):
         return f"{path}: SQNR {s['sqnr_db']:.2f} dB < floor {float(floor):g} dB (max_abs {s['max_abs']:.4g})"
     return None
+
+
+def timed_calls(call: Callable[[], Any], warmup: int, repeats: int) -> tuple[Any, list[float]]:
+    """Call ``warmup`` times untimed, then ``repeats`` (at least 1) times timed: (last result, ms per call)."""
+    result = None
+    for _ in range(warmup):
+        result = call()
+    samples = []
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        result = call()
+        samples.append((time.perf_counter() - t0) * 1000.0)
+    return result, samples
+
+
+def latency_stats(samples: list[float]) -> dict[str, float]:
+    """Median, 90th percentile and minimum of per-call milliseconds."""
+    arr = np.asarray(samples)
+    return {"median": float(np.median(arr)), "p90": float(np.percentile(arr, 90)), "min": float(arr.min())}

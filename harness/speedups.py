@@ -60,6 +60,11 @@ from typing import Any
 _ORIGINAL: Any = None
 
 
+def _disabled() -> bool:
+    """``BTI_NO_SPEEDUPS=1`` turns every speedup here off (``--no-speedups`` never enables them)."""
+    return bool(os.environ.get("BTI_NO_SPEEDUPS"))
+
+
 class _CachedCallableMeta(type):
     _memo: dict[Any, Any] = {}
 
@@ -97,7 +102,7 @@ _PATCHED: dict[tuple[str, str], Any] = {}  # (module, attribute) -> the original
 
 def _rebind(module_name: str, attr: str, replacement: Any) -> bool:
     """Rebind ``module.attr`` to ``replacement`` once, keeping the original; False when speedups are off."""
-    if os.environ.get("BTI_NO_SPEEDUPS"):
+    if _disabled():
         return False
     import importlib
 
@@ -219,7 +224,7 @@ _GC_POLICY = False
 def enable_gc_policy() -> bool:
     """Speedup 3: freeze this (warm, not yet forked) process's heap; workers then use ``group_gc``."""
     global _GC_POLICY
-    if os.environ.get("BTI_NO_SPEEDUPS"):
+    if _disabled():
         return False
     gc.freeze()
     _GC_POLICY = True
@@ -231,7 +236,7 @@ def parent_gc(enabled: bool) -> Iterator[None]:
     """Speedup 3, parent side: no automatic collection while ``bti run`` imports torch and
     executorch and warms up (the growing heap set off full collections: 1.1 s of a 4.6 s import),
     nor while it only relays records; the previous state is restored on exit."""
-    if not enabled or os.environ.get("BTI_NO_SPEEDUPS"):
+    if not enabled or _disabled():
         yield
         return
     was_enabled = gc.isenabled()
@@ -259,7 +264,7 @@ def group_gc() -> Iterator[None]:
 
 def enable_cia_cache() -> bool:
     global _ORIGINAL
-    if os.environ.get("BTI_NO_SPEEDUPS") or _ORIGINAL is not None:
+    if _disabled() or _ORIGINAL is not None:
         return _ORIGINAL is not None
     import torch
     import torch._export.utils as teu
@@ -280,14 +285,3 @@ def enable_cia_cache() -> bool:
             mod._collect_all_valid_cia_ops = cached
     _ORIGINAL = original
     return True
-
-
-def disable_cia_cache() -> None:
-    global _ORIGINAL
-    if _ORIGINAL is None:
-        return
-    for mod in list(sys.modules.values()):
-        fn = getattr(mod, "_collect_all_valid_cia_ops", None) if mod is not None else None
-        if fn is not None and getattr(fn, "__wrapped__", None) is _ORIGINAL:
-            mod._collect_all_valid_cia_ops = _ORIGINAL
-    _ORIGINAL = None

@@ -9,8 +9,6 @@ eager model or of ``torch.export`` is FAIL_EXPORT — not the backend's fault.
 from __future__ import annotations
 
 import hashlib
-import os
-import resource
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -21,9 +19,11 @@ from typing import Any
 import numpy as np
 
 from harness.backends import get_backend
-from harness.metrics import compare
+from harness.env import peak_rss_mb
+from harness.errors import first_line
+from harness.metrics import compare, latency_stats, timed_calls
 from harness.recipes import Recipe
-from harness.results import SCHEMA, Record
+from harness.results import SCHEMA, Record, atomic_write_bytes
 from harness.spec.case import Item
 from harness.status import Stage, Status
 
@@ -70,13 +70,6 @@ def error_fields(exc: BaseException) -> dict[str, str]:
         msg = f"{first_line(msg)} — caused by {type(root).__name__}: {str(root).strip()}"
     frames = traceback.format_exception(type(root), root, root.__traceback__)
     return {"type": type(root).__name__, "message": msg[:4000], "trace": "".join(frames[-8:])[-4000:]}
-
-
-def first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:500]
-    return ""
 
 
 def finalize(record: Record, recipe: Recipe, key: str) -> Record:
@@ -188,7 +181,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
         rec["error"] = error_fields(exc)
         rec["detail"] = f"harness error: {first_line(rec['error']['message'])}"
     rec["duration_s"] = round(time.perf_counter() - t_start + sum(group.times.values()), 6)
-    rec["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+    rec["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return finalize(rec, recipe, item.group)
 
 
@@ -213,28 +206,20 @@ def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: di
     rec["load_ms"] = round(times[Stage.LOAD.value] * 1000.0, 3)
     with timed(Stage.RUN, times):
         outs, lat = _timed_runs(backend, handle, built.run, recipe.runtime)
-    outs = outs[int(stats.get("input_mutations") or 0):]  # the runtime returns mutated inputs first
+    mutations = int(stats.get("input_mutations") or 0)
+    outs = outs[mutations:]  # the runtime returns mutated inputs first
     rec["latency_ms"] = lat
     with timed(Stage.COMPARE, times):
         _compare(item, recipe, group, rec, outs)
     if bundle_dir and recipe.backend == "executorch":
-        rec["artifacts"] = write_programs(Path(bundle_dir), item.id, blob, built.run, group.ref, outs,
-                                          int(stats.get("input_mutations") or 0))
+        rec["artifacts"] = write_programs(Path(bundle_dir), item.id, blob, built.run, group.ref, outs, mutations)
 
 
 def _timed_runs(backend: Any, handle: Any, inputs: tuple[Any, ...], cfg: dict[str, Any]) -> tuple[list[Any], dict[str, float]]:
-    outs: list[Any] = []
-    for _ in range(int(cfg.get("warmup", 1))):
-        outs = backend.run(handle, inputs)
-    samples = []
-    for _ in range(max(1, int(cfg.get("repeats", 3)))):
-        t0 = time.perf_counter()
-        outs = backend.run(handle, inputs)
-        samples.append((time.perf_counter() - t0) * 1000.0)
-    arr = np.asarray(samples)
-    lat = {"median": float(np.median(arr)), "p90": float(np.percentile(arr, 90)), "min": float(arr.min()),
-           "repeats": len(samples)}
-    return outs, {k: round(v, 4) if isinstance(v, float) else v for k, v in lat.items()}
+    outs, samples = timed_calls(lambda: backend.run(handle, inputs), int(cfg.get("warmup", 1)), int(cfg.get("repeats", 3)))
+    lat: dict[str, float] = {k: round(v, 4) for k, v in latency_stats(samples).items()}
+    lat["repeats"] = len(samples)
+    return outs, lat
 
 
 def _compare(item: Item, recipe: Recipe, group: Group, rec: Record, outs: list[Any]) -> None:
@@ -291,9 +276,8 @@ def write_programs(directory: Path, item_id: str, blob: bytes, inputs: tuple[Any
     import torch
 
     name = re.sub(r"[^\w.@-]+", "_", item_id).strip("_")
-    directory.mkdir(parents=True, exist_ok=True)
     pte = directory / f"{name}.pte"
-    _atomic_write(pte, blob)
+    atomic_write_bytes(pte, blob)
     artifacts = {"pte": f"{directory.name}/{pte.name}"}
     why = None
     if mutations:
@@ -315,15 +299,9 @@ def write_programs(directory: Path, item_id: str, blob: bytes, inputs: tuple[Any
                           expected_outputs=expected)
     bundled = BundledProgram(None, [MethodTestSuite("forward", [case])], pte_file_path=str(pte))
     bpte = directory / f"{name}.bpte"
-    _atomic_write(bpte, serialize_from_bundled_program_to_flatbuffer(bundled))
+    atomic_write_bytes(bpte, serialize_from_bundled_program_to_flatbuffer(bundled))
     artifacts["bpte"] = f"{directory.name}/{bpte.name}"
     return artifacts
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def warm_up(recipes: list[Recipe]) -> None:

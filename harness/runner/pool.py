@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
-import resource
 import signal
 import time
 from collections import deque
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from harness.env import peak_rss_mb, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
 from harness.spec.case import Item
@@ -47,11 +47,6 @@ class PoolConfig:
     bundle_dir: str | None = None  # see RunOptions.bundle_dir
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if cfg.log_dir:
@@ -66,7 +61,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
     from harness.stages import execute_group
 
     torch.set_num_threads(cfg.threads)
-    start_rss = _rss_mb()
+    start_rss = rss_mb()
     done = 0
     while True:
         msg = conn.recv()
@@ -79,9 +74,9 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
                 emit=lambda rec: conn.send(("result", rec)), bundle_dir=cfg.bundle_dir,
             )
         done += len(msg)
-        rss = _rss_mb()
+        rss = rss_mb()
         retire = done >= cfg.max_items or rss - start_rss > cfg.max_growth_mb
-        conn.send(("idle", {"rss_mb": rss, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "retire": retire}))
+        conn.send(("idle", {"rss_mb": rss, "peak_mb": peak_rss_mb(), "retire": retire}))
         if retire:
             return
 

@@ -25,7 +25,7 @@ import sys
 from functools import cache
 from typing import Any
 
-from harness.errors import UserError
+from harness.errors import UserError, first_line
 from harness.spec.case import Case
 
 PACKAGE = "executorch.backends.test.suite.operators"
@@ -135,7 +135,7 @@ def _collect_into(conn: Any) -> None:
     try:
         conn.send(("ok", collect()))
     except BaseException as exc:  # reported to the parent as one line
-        conn.send(("error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+        conn.send(("error", f"{type(exc).__name__}: {first_line(str(exc))}"))
 
 
 def _descriptors_forked() -> list[dict[str, Any]]:
