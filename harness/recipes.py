@@ -115,10 +115,14 @@ class Recipe:
 
 
 def recipe_dirs() -> list[Path]:
-    """Where recipe names are looked up: $BTI_RECIPE_PATH (os.pathsep-separated), ./recipes, the repo's."""
+    """Where recipe names are looked up: $BTI_RECIPE_PATH (os.pathsep-separated), ./recipes, bti's own.
+
+    bti's own are the repository's ``recipes/`` in a checkout, and ``harness/_recipes`` in an installed wheel.
+    """
     dirs = [Path(p) for p in os.environ.get("BTI_RECIPE_PATH", "").split(os.pathsep) if p]
     dirs.append(Path.cwd() / "recipes")
-    dirs.append(Path(__file__).resolve().parent.parent / "recipes")
+    here = Path(__file__).resolve().parent
+    dirs += [here.parent / "recipes", here / "_recipes"]
     seen, out = set(), []
     for d in dirs:
         if d.is_dir() and d.resolve() not in seen:

@@ -11,7 +11,7 @@ from harness.github.events import DispatchError, parse_dispatch
 
 from .conftest import TESTS
 
-WEBHOOKS = TESTS.parent.parent / "shared" / "fixtures" / "github-webhooks"
+WEBHOOKS = TESTS / "fixtures" / "github-webhooks"
 SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 
 
@@ -32,7 +32,8 @@ def test_compact_payload() -> None:
 
 
 @pytest.mark.parametrize("name", ["pull_request.opened.payload.json", "pull_request.synchronize.payload.json",
-                                  "pull_request.labeled.payload.json", "pull_request.opened.with-null-body.json"])
+                                  "pull_request.labeled.payload.json", "pull_request.opened.with-null-body.json",
+                                  "pull_request.opened.fork.json"])
 def test_relay_form_pull_request_webhooks(name: str) -> None:
     webhook = hook(name)
     req = parse_dispatch(relay("pull_request", webhook, recipes="xnnpack"))

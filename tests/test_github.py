@@ -19,7 +19,7 @@ from harness.results import read_results
 from .conftest import TESTS
 from .github_fake import FakeGitHub
 
-WEBHOOKS = TESTS.parent.parent / "shared" / "fixtures" / "github-webhooks"
+WEBHOOKS = TESTS / "fixtures" / "github-webhooks"
 GOLDEN = TESTS / "golden"
 TOKEN = "ghp_TOPSECRET0123456789"
 SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
@@ -135,6 +135,11 @@ def test_fork_pr_found_from_workflow_run_event(fake: FakeGitHub) -> None:
                   {"number": 42, "head": {"sha": run["head_sha"], "ref": run["head_branch"],
                                           "repo_owner": run["head_repository"]["owner"]["login"]}}]
     assert publisher(fake).pr_for_workflow_run(run) == 42
+    fork = json.loads((WEBHOOKS / "workflow_run.completed.fork-pr.json").read_text())["workflow_run"]
+    assert fork["pull_requests"] == [] and fork["head_repository"]["fork"] is True
+    fake.pulls.append({"number": 43, "head": {"sha": fork["head_sha"], "ref": fork["head_branch"],
+                                              "repo_owner": fork["head_repository"]["owner"]["login"]}})
+    assert publisher(fake).pr_for_workflow_run(fork) == 43
     with_prs = json.loads((WEBHOOKS / "workflow_run.completed.with-pull-requests.payload.json").read_text())
     assert publisher(fake).pr_for_workflow_run(with_prs["workflow_run"]) == 2
 

@@ -61,6 +61,13 @@ def test_merged_shards_equal_an_unsharded_run(bti, tmp_path: Path) -> None:
     overlap = bti("merge", str(tmp_path / "s1" / "results.jsonl"), str(tmp_path / "full" / "results.jsonl"),
                   "-o", str(tmp_path / "bad.jsonl"))
     assert overlap.code == 2 and "shards must be disjoint" in overlap.err
+    lone = bti("merge", str(tmp_path / "s1" / "results.jsonl"), "-o", str(tmp_path / "bad.jsonl"))
+    assert lone.code == 2 and lone.err.strip().startswith("bti: error: missing shard(s) 2/2: got 1 of 2"), lone.err
+    assert len(lone.err.strip().splitlines()) == 1 and not (tmp_path / "bad.jsonl").exists()
+    twice = tmp_path / "again.jsonl"
+    twice.write_text((tmp_path / "s1" / "results.jsonl").read_text().replace('"id":"', '"id":"x'))
+    dup = bti("merge", str(tmp_path / "s1" / "results.jsonl"), str(twice), "-o", str(tmp_path / "bad.jsonl"))
+    assert dup.code == 2 and "shard 1/2 is also in" in dup.err, dup.err
 
 
 @pytest.mark.slow

@@ -10,6 +10,32 @@ from pathlib import Path
 
 from harness.errors import ResultsError
 from harness.results import Header, Record, ResultsWriter, read_results
+from harness.runner.matrix import parse_shard
+
+
+def _check_shards(inputs: list[Path], headers: list[Header]) -> None:
+    """Every shard 1..n named by the headers is present exactly once (a shard whose job died is named)."""
+    shards = [h.get("shard") for h in headers]
+    if not any(shards):
+        return
+    if not all(shards):
+        raise ResultsError("cannot merge sharded and unsharded results: " + ", ".join(
+            f"{p} ({s or 'unsharded'})" for p, s in zip(inputs, shards, strict=True)))
+    seen: dict[int, Path] = {}
+    counts = set()
+    for path, spec in zip(inputs, shards, strict=True):
+        i, n = parse_shard(str(spec)) or (0, 0)
+        counts.add(n)
+        if i in seen:
+            raise ResultsError(f"{path}: shard {spec} is also in {seen[i]}")
+        seen[i] = path
+    if len(counts) > 1:
+        raise ResultsError(f"shards come from different splits: {', '.join(f'/{n}' for n in sorted(counts))}")
+    total = counts.pop()
+    missing = [f"{i}/{total}" for i in range(1, total + 1) if i not in seen]
+    if missing:
+        raise ResultsError(f"missing shard(s) {', '.join(missing)}: got {len(seen)} of {total}; "
+                           "the job of a missing shard died before uploading its results")
 
 
 def merge(inputs: list[Path], out: Path) -> tuple[Header, list[Record]]:
@@ -28,6 +54,7 @@ def merge(inputs: list[Path], out: Path) -> tuple[Header, list[Record]]:
                 raise ResultsError(f"{path}: item {rec['id']} is also in {origin[rec['id']]}; shards must be disjoint")
             records[rec["id"]] = rec
             origin[rec["id"]] = path
+    _check_shards(inputs, headers)
     first = headers[0]
     merged: Header = {**first, "shard": None}  # type: ignore[typeddict-item]
     merged["merged_from"] = [  # type: ignore[typeddict-unknown-key]

