@@ -121,6 +121,10 @@ class ActRun:
         """The job summary: what every step of ``job`` wrote to $GITHUB_STEP_SUMMARY (act logs it per step)."""
         return "".join(e.get("content", "") for e in self.events if e.get("command") == "summary" and e.get("job") == job)
 
+    def set_outputs(self, job: str) -> dict[str, str]:
+        """Every ``name=value`` the steps of ``job`` wrote to $GITHUB_OUTPUT (later steps win)."""
+        return {e["name"]: e.get("arg", "") for e in self.events if e.get("command") == "set-output" and e.get("job") == job}
+
     def marked(self, job: str, marker: str) -> list[Any]:
         """JSON values a workflow printed as ``<marker> {json}`` lines in ``job``."""
         out = []

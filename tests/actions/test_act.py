@@ -6,6 +6,7 @@ Each scenario asserts job conclusions, step outputs, the job summary, the artifa
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from ..github_fake import FakeGitHub
-from .act import HERE, ROOT, ActRun, build_toolcache, commit_tree, run_act, snapshot_bti
+from .act import HERE, ROOT, ActRun, build_toolcache, commit_tree, git, run_act, snapshot_bti
 
 pytestmark = pytest.mark.act
 
@@ -41,14 +42,18 @@ def fake(httpserver) -> FakeGitHub:
 class Scenario:
     def __init__(self, home: Path, tmp: Path, workflow: str) -> None:
         self.home, self.tmp = home, tmp
-        bti_sha = (home / "repos" / "bti-org" / "bti" / ".git").exists() and _head(home / "repos" / "bti-org" / "bti")
+        bti_sha = git(home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
         files = {p.relative_to(HERE / "caller"): p for p in (HERE / "caller").rglob("*") if p.is_file()}
         src = (HERE / "workflows" / workflow).read_text().replace("BTI_SHA", str(bti_sha))
         (tmp / "wf").mkdir(parents=True, exist_ok=True)
         (tmp / "wf" / workflow).write_text(src)
         files[Path(".github/workflows") / workflow] = tmp / "wf" / workflow
         self.repo = home / "repos" / CALLER
-        self.sha = commit_tree(files, self.repo, CALLER)
+        self.sha = commit_tree(files, self.repo, CALLER)  # the PR head
+        # as on GitHub, the run's github.sha is a merge commit on top of the PR head, not the head itself
+        git(self.repo, "update-ref", "refs/pull/7/head", self.sha)
+        git(self.repo, "commit", "-q", "--allow-empty", "-m", "Merge the PR head into main")
+        self.merge_sha = git(self.repo, "rev-parse", "HEAD")
         self.workflow = workflow
 
     def pull_request_event(self, number: int = 7, fork: bool = False) -> dict[str, Any]:
@@ -64,12 +69,6 @@ class Scenario:
 
     def run(self, event_name: str, event: dict[str, Any], fake: FakeGitHub, **kw: Any) -> ActRun:
         return run_act(self.repo, self.workflow, event_name, event, home=self.home, tmp=self.tmp, api_url=fake.base, **kw)
-
-
-def _head(repo: Path) -> str:
-    from .act import git
-
-    return git(repo, "rev-parse", "HEAD")
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -113,3 +112,90 @@ def test_composite_action(scenario, fake: FakeGitHub, recipes: str, failing: boo
     assert steps["Job summary and counts"] == steps["Upload results"] == "success", steps
     assert steps.get("Fail on unexpected failures") == ("failure" if failing else None), steps
     assert not fake.log, "publish is off: no API call"
+
+
+# ---------------------------------------------------------------------------------------------- the reusable workflow
+def _call(scenario, fake: FakeGitHub, *, recipes: str, shards: int = 2, labels: str = '["self-hosted", "linux", "acme-npu"]',
+          fork: bool = False, env: dict[str, str] | None = None) -> tuple[Scenario, ActRun]:
+    sc = scenario("call.yml")
+    run = sc.run("pull_request", sc.pull_request_event(fork=fork), fake, env=env,
+                 variables={"RECIPES": recipes, "SHARDS": str(shards), "RUNNER_LABELS": labels})
+    return sc, run
+
+
+def _job(run: ActRun, name: str, call: str = "bti") -> str:
+    """act names a called job ``<caller job>/<called workflow's name>/<job>``."""
+    return f"{call}/bti backend suite/{name}"
+
+
+def test_b_reusable_two_shards_one_failing(scenario, fake: FakeGitHub) -> None:
+    sc, run = _call(scenario, fake, recipes="portable,fault-mul")
+    merge = _job(run, "merge")
+    runs = [j for j in run.jobs if j.startswith(_job(run, "run"))]
+    assert len(runs) == 2 and all(run.jobs[j] == "success" for j in runs), run.jobs  # shards upload, merge decides
+    # the workflow concludes failure (act stops the caller there: its `after` job never starts)
+    assert run.jobs[merge] == "failure" and run.code != 0 and "call/after" not in run.jobs, run.jobs
+    outputs = run.set_outputs(merge)
+    assert (outputs["passed"], outputs["failed"]) == ("7", "1")
+    assert run.steps(merge)["Verdict"] == "failure"
+    assert "1 unexpected failure" in run.summary(merge)
+    shards = sorted(p.name for p in run.artifacts.iterdir() if "-shard-" in p.name)
+    assert len(shards) == 2 and len({s.rsplit("-shard-", 1)[0] for s in shards}) == 1, shards
+    merged = next(p for p in run.artifacts.iterdir() if p.name.endswith("-merged"))
+    assert sum(1 for r in _records(merged / "results.jsonl") if r["status"] == "FAIL_MISMATCH") == 1
+    # the comment and the check say failure, and the check is on the PR head, not the merge commit
+    (body,) = [c["body"] for c in fake.comments[7]]
+    assert "1 unexpected failure" in body and "op.mul.a[float32,static]@fault-mul" in body
+    (check,) = fake.check_runs.values()
+    assert check["conclusion"] == "failure" and check["head_sha"] == sc.sha != sc.merge_sha
+    assert check["name"] == "bti/bti"
+
+
+def test_c_shard_that_dies_before_uploading(scenario, fake: FakeGitHub) -> None:
+    _, run = _call(scenario, fake, recipes="portable", env={"BTI_ACT_RUNNER_LOST": "bti-*-shard-1-2"})
+    merge = _job(run, "merge")
+    assert run.jobs[merge] == "failure" and run.code != 0, run.jobs
+    steps = run.steps(merge)
+    assert steps["Merge shards and report"] == "failure" and "Verdict" not in steps
+    assert "bti: error: missing shard(s) 1/2: got 1 of 2" in run.output(merge)
+    # act reports the matrix's aggregate result on every leg, so each leg is judged by its steps
+    assert run.steps(_job(run, "run") + "-1")["Upload results"] == "failure"
+    assert run.steps(_job(run, "run") + "-2")["Upload results"] == "success"
+    assert not any(p.name.endswith("-merged") for p in run.artifacts.iterdir())
+    assert not fake.comments and not fake.check_runs  # nothing claims a result for half a run
+
+
+@pytest.mark.parametrize("labels", ["self-hosted", '["self-hosted", "linux", "acme-npu"]'], ids=["string", "json"])
+def test_e_runner_labels_as_string_or_json(scenario, fake: FakeGitHub, labels: str) -> None:
+    _, run = _call(scenario, fake, recipes="portable", shards=1, labels=labels)
+    assert run.jobs and all(r == "success" for r in run.jobs.values()), run.jobs
+    assert run.marked("call/after", "BTI-OUTPUTS")[0]["failed"] == "0"
+    (check,) = fake.check_runs.values()
+    assert check["conclusion"] == "success"
+
+
+def test_g_two_calls_in_one_caller_run(scenario, fake: FakeGitHub) -> None:
+    sc = scenario("twice.yml")
+    run = sc.run("pull_request", sc.pull_request_event(), fake)
+    assert len(run.jobs) == 6 and all(r == "success" for r in run.jobs.values()), run.jobs
+    names = sorted(p.name for p in run.artifacts.iterdir())
+    assert len(names) == 4 and len(set(names)) == 4, names  # 2 shard artifacts + 2 merged, none overwritten
+    assert {n.split("-")[1] for n in names} == {"fp32", "plugin"}
+    keys = sorted(re.search(r"bti:comment:(\S+) ", c["body"]).group(1) for c in fake.comments[7])
+    assert keys == ["fp32", "plugin"]
+    assert sorted(c["name"] for c in fake.check_runs.values()) == ["bti/fp32", "bti/plugin"]
+
+
+def test_h_fork_pr_read_only_token(scenario, fake: FakeGitHub) -> None:
+    for method in ("POST", "PATCH"):
+        fake.inject(method, r"/repos/.*", 403, times=100)
+    fake.faults = [dataclasses.replace(f, body={"message": "Resource not accessible by integration"}) for f in fake.faults]
+    _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True)
+    merge = _job(run, "merge")
+    assert run.jobs[merge] == "success" and run.marked("call/after", "BTI-RESULT") == ["success"], run.jobs
+    assert run.steps(merge)["Publish"] == "success" and run.steps(merge)["Verdict"] == "success"
+    log = run.output(merge) + run.log
+    assert "bti could not publish the PR comment" in log and "bti could not publish the check" in log
+    assert "403" in run.output(merge)
+    writes = [(m, p) for m, p, _ in fake.log if m in ("POST", "PATCH")]
+    assert writes and not fake.comments.get(7) and not fake.check_runs
