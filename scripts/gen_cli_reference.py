@@ -22,7 +22,8 @@ def reference() -> str:
         def walk(group: click.Group, prefix: str, parent: click.Context) -> None:
             for name in sorted(group.commands):
                 cmd = group.commands[name]
-                with click.Context(cmd, info_name=f"{prefix} {name}", parent=parent, terminal_width=110, max_content_width=110) as sub:
+                # info_name is the command's own name: click prefixes the parents' names (the real help prints "bti publish badge")
+                with click.Context(cmd, info_name=name, parent=parent, terminal_width=110, max_content_width=110) as sub:
                     parts.append(f"```\n$ {prefix} {name} --help\n{cmd.get_help(sub)}\n```")
                     if isinstance(cmd, click.Group):
                         walk(cmd, f"{prefix} {name}", sub)

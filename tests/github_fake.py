@@ -8,6 +8,7 @@ real retry and error paths run. It is a test peer, not a mock: PyGithub and urll
 from __future__ import annotations
 
 import base64
+import hashlib
 import itertools
 import json
 import re
@@ -41,6 +42,15 @@ class FakeGitHub:
         self.pulls: list[dict[str, Any]] = []
         self.log: list[tuple[str, str, dict[str, str]]] = []
         self.faults: list[Fault] = []
+        # identity: who a token is (GITHUB_TOKEN acts as github-actions[bot]); comments record their author
+        self.identities: dict[str, str] = {}
+        self.default_identity = "github-actions[bot]"
+        self.stored_faults: list[Fault] = []  # applied after the request was handled: "stored, then 502"
+        # git data: branch -> commit sha; commit sha -> (tree sha, parents); tree sha -> {path: blob sha}; blob sha -> bytes
+        self.refs: dict[str, str] = {}
+        self.commits: dict[str, tuple[str, list[str], str]] = {}
+        self.trees: dict[str, dict[str, str]] = {}
+        self.blobs: dict[str, bytes] = {}
 
     # ------------------------------------------------------------------ helpers
     def url(self, path: str) -> str:
@@ -58,6 +68,40 @@ class FakeGitHub:
 
     def inject(self, method: str, pattern: str, status: int, times: int = 1, **headers: str) -> None:
         self.faults.append(Fault(method, pattern, status, times, headers))
+
+    def inject_after(self, method: str, pattern: str, status: int, times: int = 1) -> None:
+        """The request is carried out, then answered with ``status`` (GitHub stored it, the proxy said 502)."""
+        self.stored_faults.append(Fault(method, pattern, status, times))
+
+    def who(self, request: Request) -> str:
+        token = request.headers.get("Authorization", "").removeprefix("token ").removeprefix("Bearer ")
+        return self.identities.get(token, self.default_identity)
+
+    def branch(self, name: str, files: dict[str, bytes]) -> str:
+        """Create ``name`` with one commit holding ``files``; returns the commit sha."""
+        tree = self._tree(dict.fromkeys(files, "") | {p: self._blob(d) for p, d in files.items()})
+        return self._commit(name, tree, [], "initial")
+
+    def _blob(self, data: bytes) -> str:
+        sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        self.blobs[sha] = data
+        return sha
+
+    def _tree(self, entries: dict[str, str]) -> str:
+        sha = hashlib.sha1(json.dumps(sorted(entries.items())).encode()).hexdigest()
+        self.trees[sha] = dict(entries)
+        return sha
+
+    def _commit(self, branch: str | None, tree: str, parents: list[str], message: str) -> str:
+        sha = hashlib.sha1(json.dumps([tree, parents, message, len(self.commits)]).encode()).hexdigest()
+        self.commits[sha] = (tree, parents, message)
+        if branch:
+            self.refs[branch] = sha
+        return sha
+
+    def files_on(self, branch: str) -> dict[str, bytes]:
+        tree = self.commits[self.refs[branch]][0]
+        return {p: self.blobs[b] for p, b in self.trees[tree].items()}
 
     # ------------------------------------------------------------------ dispatch
     def __call__(self, request: Request) -> Response:
@@ -82,11 +126,24 @@ class FakeGitHub:
             ("GET", r"/repos/([^/]+/[^/]+)/pulls", self.list_pulls),
             ("GET", r"/repos/([^/]+/[^/]+)/contents/(.+)", self.get_contents),
             ("PUT", r"/repos/([^/]+/[^/]+)/contents/(.+)", self.put_contents),
+            ("POST", r"/graphql", self.graphql),
+            ("GET", r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)", self.get_ref),
+            ("PATCH", r"/repos/([^/]+/[^/]+)/git/refs/heads/(.+)", self.update_ref),
+            ("GET", r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]{40})", self.get_git_commit),
+            ("GET", r"/repos/([^/]+/[^/]+)/git/trees/([0-9a-f]{40})", self.get_tree),
+            ("POST", r"/repos/([^/]+/[^/]+)/git/blobs", self.create_blob),
+            ("POST", r"/repos/([^/]+/[^/]+)/git/trees", self.create_tree),
+            ("POST", r"/repos/([^/]+/[^/]+)/git/commits", self.create_git_commit),
         ]
         for method, pattern, handler in routes:
             m = re.fullmatch(pattern, path)
             if m and method == request.method:
-                return handler(request, body, *m.groups())
+                response = handler(request, body, *m.groups())
+                for fault in self.stored_faults:
+                    if fault.times > 0 and fault.method == request.method and re.fullmatch(fault.pattern, path):
+                        fault.times -= 1
+                        return self.json({"message": "Bad Gateway"}, fault.status)
+                return response
         return self.json({"message": "Not Found"}, 404)
 
     @staticmethod
@@ -115,9 +172,62 @@ class FakeGitHub:
             headers["Link"] = f'<{self.url(f"/repos/{name}/issues/{n}/comments")}?per_page={per_page}&page={page + 1}>; rel="next"'
         return self.json([self.comment_json(n, c["id"], c["body"]) for c in chunk], headers=headers)
 
+    def graphql(self, req: Request, body: Any) -> Response:
+        """The one query bti sends: a PR's comments with ``viewerDidAuthor``, 100 a page."""
+        v = body.get("variables") or {}
+        if "viewerDidAuthor" not in body.get("query", "") or f"{v.get('owner')}/{v.get('name')}" != self.repo:
+            return self.json({"errors": [{"message": "unsupported query"}]}, 200)
+        me, items = self.who(req), self.comments.get(int(v["number"]), [])
+        start = int(v.get("cursor") or 0)
+        chunk = items[start:start + 100]
+        nodes = [{"databaseId": c["id"], "viewerDidAuthor": c.get("author") == me, "body": c["body"]} for c in chunk]
+        more = start + 100 < len(items)
+        page = {"nodes": nodes, "pageInfo": {"hasNextPage": more, "endCursor": str(start + 100) if more else None}}
+        return self.json({"data": {"repository": {"issueOrPullRequest": {"comments": page}}}})
+
+    def get_ref(self, req: Request, body: Any, name: str, branch: str) -> Response:
+        if branch not in self.refs:
+            return self.json({"message": "Not Found"}, 404)
+        return self.json({"ref": f"refs/heads/{branch}", "url": self.url(f"/repos/{name}/git/refs/heads/{branch}"),
+                          "object": {"sha": self.refs[branch], "type": "commit"}})
+
+    def update_ref(self, req: Request, body: Any, name: str, branch: str) -> Response:
+        if body["sha"] not in self.commits or self.refs.get(branch) not in self.commits[body["sha"]][1]:
+            return self.json({"message": "Update is not a fast forward"}, 422)
+        self.refs[branch] = body["sha"]
+        return self.get_ref(req, body, name, branch)
+
+    def _commit_json(self, name: str, sha: str) -> dict[str, Any]:
+        tree, parents, message = self.commits[sha]
+        return {"sha": sha, "url": self.url(f"/repos/{name}/git/commits/{sha}"), "message": message,
+                "tree": {"sha": tree, "url": self.url(f"/repos/{name}/git/trees/{tree}")},
+                "parents": [{"sha": p, "url": self.url(f"/repos/{name}/git/commits/{p}")} for p in parents]}
+
+    def get_git_commit(self, req: Request, body: Any, name: str, sha: str) -> Response:
+        return self.json(self._commit_json(name, sha)) if sha in self.commits else self.json({"message": "Not Found"}, 404)
+
+    def get_tree(self, req: Request, body: Any, name: str, sha: str) -> Response:
+        entries = [{"path": p, "mode": "100644", "type": "blob", "sha": b} for p, b in sorted(self.trees[sha].items())]
+        return self.json({"sha": sha, "url": self.url(f"/repos/{name}/git/trees/{sha}"), "tree": entries, "truncated": False})
+
+    def create_blob(self, req: Request, body: Any, name: str) -> Response:
+        data = base64.b64decode(body["content"]) if body.get("encoding") == "base64" else body["content"].encode()
+        sha = self._blob(data)
+        return self.json({"sha": sha, "url": self.url(f"/repos/{name}/git/blobs/{sha}")}, 201)
+
+    def create_tree(self, req: Request, body: Any, name: str) -> Response:
+        entries = dict(self.trees.get(body.get("base_tree") or "", {}))
+        entries.update({e["path"]: e["sha"] for e in body["tree"]})
+        sha = self._tree(entries)
+        return self.json({"sha": sha, "url": self.url(f"/repos/{name}/git/trees/{sha}"), "tree": []}, 201)
+
+    def create_git_commit(self, req: Request, body: Any, name: str) -> Response:
+        sha = self._commit(None, body["tree"], list(body.get("parents") or []), body["message"])
+        return self.json(self._commit_json(name, sha), 201)
+
     def create_comment(self, req: Request, body: Any, name: str, number: str) -> Response:
         n = int(number)
-        c = {"id": next(self.ids), "body": body["body"]}
+        c = {"id": next(self.ids), "body": body["body"], "author": self.who(req)}
         self.comments.setdefault(n, []).append(c)
         return self.json(self.comment_json(n, c["id"], c["body"]), 201)
 
@@ -156,7 +266,8 @@ class FakeGitHub:
 
     def list_pulls(self, req: Request, body: Any, name: str) -> Response:
         head = req.args.get("head")
-        return self.json([p for p in self.pulls if head is None or f"{p['head']['repo_owner']}:{p['head']['ref']}" == head])
+        pulls = [{"base": {"repo": {"full_name": name}, "ref": "main", "sha": "0" * 40}, **p} for p in self.pulls]
+        return self.json([p for p in pulls if head is None or f"{p['head']['repo_owner']}:{p['head']['ref']}" == head])
 
     def get_contents(self, req: Request, body: Any, name: str, path: str) -> Response:
         ref = req.args.get("ref", "main")

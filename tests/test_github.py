@@ -84,13 +84,14 @@ def test_comment_modes() -> None:
     assert comment.CommentMode.ALWAYS.wants(same, 0) and not comment.CommentMode.OFF.wants(same, 9)
 
 
-def test_check_run_batches_annotations(fake: FakeGitHub) -> None:
-    notes = [Annotation(".github", f"failure {i}", f"item {i}") for i in range(120)]
-    how = publisher(fake).check(SHA, "bti", "failure", "120 failures", "x" * 70_000, annotations=notes)
+def test_check_run_batches_annotations_and_caps_them(fake: FakeGitHub) -> None:
+    notes = [Annotation(".github", f"failure {i}", f"item {i}") for i in range(20_000)]
+    how = publisher(fake).check(SHA, "bti", "failure", "20000 failures", "x" * 70_000, annotations=notes)
     assert how == "check_run"
     (run,) = fake.check_runs.values()
-    assert run["annotations_batches"] == [50, 50, 20]
+    assert run["annotations_batches"] == [50, 50]  # 2 writes, not 400
     assert len(run["output"]["summary"]) == 65_535
+    assert run["output"]["summary"].endswith("_19900 more failure(s) have no annotation (capped at 100); see the summary and the artifacts._")
 
 
 def test_check_falls_back_to_commit_status(fake: FakeGitHub) -> None:
@@ -106,7 +107,7 @@ def test_retry_after_403_rate_limit(fake: FakeGitHub) -> None:
     t0 = time.monotonic()
     assert publisher(fake).upsert_comment(7, "k", comment.marker("k"))[0] == "created"
     assert time.monotonic() - t0 >= 1.0  # honoured Retry-After
-    posts = [p for m, p, _ in fake.log if m == "POST"]
+    posts = [p for m, p, _ in fake.log if m == "POST" and p.endswith("/comments")]
     assert len(posts) == 2 and len(fake.comments[7]) == 1
 
 
@@ -140,8 +141,13 @@ def test_fork_pr_found_from_workflow_run_event(fake: FakeGitHub) -> None:
     fake.pulls.append({"number": 43, "head": {"sha": fork["head_sha"], "ref": fork["head_branch"],
                                               "repo_owner": fork["head_repository"]["owner"]["login"]}})
     assert publisher(fake).pr_for_workflow_run(fork) == 43
-    with_prs = json.loads((WEBHOOKS / "workflow_run.completed.with-pull-requests.payload.json").read_text())
-    assert publisher(fake).pr_for_workflow_run(with_prs["workflow_run"]) == 2
+    # octokit's example lists PR #2 of Codertocat/Hello-World (another repository, another head): never taken
+    with_prs = json.loads((WEBHOOKS / "workflow_run.completed.with-pull-requests.payload.json").read_text())["workflow_run"]
+    fake.pulls = []
+    assert with_prs["pull_requests"][0]["number"] == 2 and publisher(fake).pr_for_workflow_run(with_prs) is None
+    ours = {"number": 3, "head": {"sha": "f" * 40}, "base": {"repo": {"url": f"{fake.base}/repos/{fake.repo}"}}}
+    assert publisher(fake).pr_for_workflow_run({**with_prs, "pull_requests": [ours]}) is None  # head is not the run's
+    assert publisher(fake).pr_for_workflow_run({**with_prs, "pull_requests": [ours], "head_sha": "f" * 40}) == 3
 
 
 def test_cli_publish_comment_via_workflow_run_event(fake: FakeGitHub, bti, tmp_path: Path) -> None:
@@ -182,8 +188,14 @@ def test_cli_check_and_badge_branch(fake: FakeGitHub, bti, tmp_path: Path) -> No
     assert res.code == 0 and "check_run" in res.out
     (run,) = fake.check_runs.values()
     assert run["conclusion"] == "failure" and run["output"]["summary"].startswith("# bti results")
-    res = bti("publish", "badge", "--results", str(GOLDEN / "results.jsonl"), "-o", str(tmp_path), "--branch", "badges",
-              "--repo", fake.repo, env=env)
+    first = fake.branch("badges", {"README.md": b"badges"})
+    args = ["publish", "badge", "--results", str(GOLDEN / "results.jsonl"), "-o", str(tmp_path), "--branch", "badges", "--repo", fake.repo]
+    res = bti(*args, env=env)
     assert res.code == 0, res.err
-    assert json.loads(fake.files[("badges", "badge.json")])["schemaVersion"] == 1
-    assert fake.files[("badges", "badge.svg")].startswith(b"<?xml") or b"<svg" in fake.files[("badges", "badge.svg")]
+    files = fake.files_on("badges")
+    assert json.loads(files["badge.json"])["schemaVersion"] == 1 and b"<svg" in files["badge.svg"] and files["README.md"] == b"badges"
+    head = fake.refs["badges"]
+    assert fake.commits[head][1] == [first]  # every badge in one commit on top of the branch
+    assert sum(1 for m, p, _ in fake.log if m == "POST" and p.endswith("/git/commits")) == 1
+    again = bti(*args, env=env)
+    assert again.code == 0 and "unchanged" in again.out and fake.refs["badges"] == head

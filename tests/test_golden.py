@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,10 @@ def test_readme_cli_reference_is_current() -> None:
 
     res = subprocess.run([sys.executable, str(TESTS.parent / "scripts" / "gen_cli_reference.py"), "--check"])
     assert res.returncode == 0, "README CLI reference is stale: run python scripts/gen_cli_reference.py"
+    readme = (TESTS.parent / "README.md").read_text()
+    # each "$ bti x y --help" block shows the usage line the real CLI prints
+    for cmd, usage in re.findall(r"\$ (bti[\w -]*?) --help\nUsage: ([\w -]+?) \[", readme):
+        assert usage == cmd, (cmd, usage)
 
 
 def _base(records):

@@ -85,6 +85,20 @@ def _publisher(repo: str, token_env: str, api_url: str | None) -> Any:
     return Publisher(make_github(os.environ.get(token_env, ""), api_url), repo)
 
 
+def _workflow_run(path: Path) -> dict[str, Any]:
+    """The ``workflow_run`` object of an event file; a missing or malformed file is a one-line user error."""
+    try:
+        event = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"--event-path {path}: cannot read it: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"--event-path {path}: not a JSON event payload: {str(exc).splitlines()[0][:120]}") from None
+    run = event.get("workflow_run") if isinstance(event, dict) else None
+    if not isinstance(run, dict):
+        raise UserError(f"--event-path {path}: not a workflow_run event (no workflow_run object)")
+    return run
+
+
 @publish.command("comment")
 @click.option("--results", type=click.Path(path_type=Path), required=True, help="Head results.jsonl.")
 @click.option("--base", type=click.Path(path_type=Path), help="Base results.jsonl to compare against.")
@@ -104,6 +118,7 @@ def publish_comment(results: Path, base: Path | None, pr: int | None, event_path
     from harness.report.compare import compare
     from harness.report.summary import failures
 
+    comment.marker(key)  # validates the key before anything is read or sent
     header, recs = _read(results)
     base_recs = _read(base)[1] if base else None
     result = compare(base_recs, recs, _thresholds(sqnr_drop, latency_ratio)) if base_recs is not None else None
@@ -113,8 +128,7 @@ def publish_comment(results: Path, base: Path | None, pr: int | None, event_path
         return
     pub = _publisher(repo, token_env, api_url)
     if pr is None and event_path is not None:
-        event = json.loads(event_path.read_text())
-        pr = pub.pr_for_workflow_run(event.get("workflow_run") or {})
+        pr = pub.pr_for_workflow_run(_workflow_run(event_path))
         if pr is None:
             click.echo("comment: the workflow_run event has no pull request; nothing to do")
             return
@@ -169,9 +183,9 @@ def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | 
         if not repo:
             raise UserError("--branch needs --repo")
         pub = _publisher(repo, token_env, api_url)
-        for name, p in paths.items():
-            action = pub.commit_file(branch, name, p.read_bytes(), f"bti: update {name}")
-            click.echo(f"badge\t{name}\t{action} on {branch}")
+        files = {name: p.read_bytes() for name, p in paths.items()}
+        done = pub.commit_files(branch, files, f"bti: update {', '.join(sorted(files))}")
+        click.echo(f"badge\t{len(files)} file(s) on {branch}: {'unchanged' if done == 'unchanged' else 'commit ' + done[:12]}")
 
 
 @click.command("dispatch")

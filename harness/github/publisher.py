@@ -6,13 +6,26 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from github import Github, GithubException
+from github import Github, InputGitTreeElement
 
-from harness.github.client import PublishError, call
+from harness.github.client import PublishError, call, write
+from harness.report import safe
 from harness.report.comment import marker
 
 MAX_OUTPUT = 65_535  # check-run summary and text limits
 ANNOTATION_BATCH = 50
+MAX_ANNOTATIONS = 100  # 2 check-run writes; GitHub's secondary limit allows ~500 content writes an hour
+COMMENTS_QUERY = """
+query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) {
+    issueOrPullRequest(number: $number) {
+      ... on PullRequest { comments(first: 100, after: $cursor) { nodes { databaseId viewerDidAuthor body }
+                                                                  pageInfo { hasNextPage endCursor } } }
+      ... on Issue { comments(first: 100, after: $cursor) { nodes { databaseId viewerDidAuthor body }
+                                                             pageInfo { hasNextPage endCursor } } }
+    }
+  }
+}"""
 MAX_DISPATCH_KEYS = 10
 MAX_EVENT_TYPE = 100
 
@@ -26,8 +39,15 @@ class Annotation:
     line: int = 1
 
     def as_api(self) -> dict[str, Any]:
+        """Title and message come from results: plain one-liners, mentions neutralised."""
         return {"path": self.path, "start_line": self.line, "end_line": self.line, "annotation_level": self.level,
-                "message": self.message[:64_000], "title": self.title[:255]}
+                "message": safe.plain(self.message, 4_000), "title": safe.plain(self.title, 255)}
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    body: str
 
 
 class Publisher:
@@ -45,27 +65,47 @@ class Publisher:
         return self._repo
 
     # ------------------------------------------------------------------ sticky comment
-    def find_comment(self, pr: int, key: str) -> Any:
-        """The comment carrying our hidden marker (no GET /user: GITHUB_TOKEN gets 403 there)."""
+    def find_comment(self, pr: int, key: str) -> Comment | None:
+        """Our sticky comment: written by this token's own identity (GraphQL ``viewerDidAuthor``, which
+        GITHUB_TOKEN may call, unlike ``GET /user``) and starting with the key's marker. A comment by anyone
+        else, or one that merely contains the marker, is never taken."""
         tag = marker(key)
-        issue = call(f"GET pull request #{pr}", lambda: self.repo.get_issue(pr))
-        return call(f"list comments of #{pr}", lambda: next((c for c in issue.get_comments() if tag in (c.body or "")), None))
+        _ = self.repo  # a missing repository fails here with REST's clear 404
+        owner, name = self.repo_name.split("/")
+        cursor: str | None = None
+        while True:
+            variables = {"owner": owner, "name": name, "number": pr, "cursor": cursor}
+            _, data = call(f"list comments of #{pr}", lambda v=variables: self.gh.requester.graphql_query(COMMENTS_QUERY, v))
+            node = ((data.get("data") or {}).get("repository") or {}).get("issueOrPullRequest")
+            if node is None:
+                raise PublishError(f"GitHub API: #{pr} is not a pull request or issue of {self.repo_name}")
+            page = node["comments"]
+            for c in page["nodes"]:
+                if c.get("viewerDidAuthor") and (c.get("body") or "").startswith(tag):
+                    return Comment(int(c["databaseId"]), c["body"])
+            if not page["pageInfo"]["hasNextPage"]:
+                return None
+            cursor = page["pageInfo"]["endCursor"]
 
     def upsert_comment(self, pr: int, key: str, body: str, create: bool = True) -> tuple[str, int | None]:
         """Edit our comment in place, or create it. Returns (action, comment id)."""
-        if marker(key) not in body:
-            raise ValueError("comment body must carry the marker of its key")
+        if not body.startswith(marker(key)):
+            raise ValueError("comment body must start with the marker of its key")
         existing = self.find_comment(pr, key)
+        url = f"{self.gh.requester.base_url}/repos/{self.repo_name}/issues"
         if existing is not None:
             if existing.body == body:
                 return "unchanged", existing.id
-            call(f"edit comment {existing.id}", lambda: existing.edit(body))
+            write(f"edit comment {existing.id}", lambda: self.gh.requester.requestJsonAndCheck(
+                "PATCH", f"{url}/comments/{existing.id}", input={"body": body}))
             return "updated", existing.id
         if not create:
             return "skipped", None
-        issue = call(f"GET pull request #{pr}", lambda: self.repo.get_issue(pr))
-        made = call(f"create comment on #{pr}", lambda: issue.create_comment(body))
-        return "created", made.id
+        # a create that GitHub stored but answered with a 5xx is found on the re-list, never posted twice
+        _, made = write(f"create comment on #{pr}", lambda: self.gh.requester.requestJsonAndCheck(
+            "POST", f"{url}/{pr}/comments", input={"body": body}),
+            recheck=lambda: (lambda c: ({}, {"id": c.id}) if c else None)(self.find_comment(pr, key)))
+        return "created", int(made["id"])
 
     # ------------------------------------------------------------------ checks
     def check(self, sha: str, name: str, conclusion: str, title: str, summary: str, text: str = "",
@@ -73,25 +113,33 @@ class Publisher:
         """A completed check run with annotations in batches of 50; a commit status when the token
         cannot write check runs (a PAT gets 403/404 on the checks API)."""
         annotations = annotations or []
+        if len(annotations) > MAX_ANNOTATIONS:
+            left_out = len(annotations) - MAX_ANNOTATIONS
+            annotations = annotations[:MAX_ANNOTATIONS]
+            note = f"\n\n_{left_out} more failure(s) have no annotation (capped at {MAX_ANNOTATIONS}); see the summary and the artifacts._"
+            summary = summary[: MAX_OUTPUT - len(note)] + note
         output = {"title": title[:255], "summary": summary[:MAX_OUTPUT], "text": text[:MAX_OUTPUT]}
         first = [a.as_api() for a in annotations[:ANNOTATION_BATCH]]
         kwargs: dict[str, Any] = {"name": name, "head_sha": sha, "status": "completed", "conclusion": conclusion,
                                   "output": {**output, "annotations": first} if first else output}
         if details_url:
             kwargs["details_url"] = details_url
+        repo = self.repo
         try:
-            run = self.repo.create_check_run(**kwargs)
-        except GithubException as exc:
-            if exc.status not in (403, 404):
-                raise PublishError(f"GitHub API: create check run failed with {exc.status}") from None
+            run = write("create check run", lambda: repo.create_check_run(**kwargs), attempts=3)
+        except PublishError as exc:
+            if exc.status not in (403, 404):  # a token that may not write check runs (a PAT) gets 403/404
+                raise
             state = {"success": "success", "neutral": "success", "skipped": "success"}.get(conclusion, "failure")
-            commit = call(f"GET commit {sha[:12]}", lambda: self.repo.get_commit(sha))
-            call("create commit status", lambda: commit.create_status(
-                state=state, target_url=details_url or "", description=title[:140], context=name))
+            status: dict[str, Any] = {"state": state, "description": safe.plain(title, 140), "context": name}
+            if details_url:
+                status["target_url"] = details_url  # omitted, never "", when there is no URL
+            write("create commit status", lambda: self.gh.requester.requestJsonAndCheck(
+                "POST", f"{self.gh.requester.base_url}/repos/{self.repo_name}/statuses/{sha}", input=status))
             return "status"
         for start in range(ANNOTATION_BATCH, len(annotations), ANNOTATION_BATCH):
             batch = [a.as_api() for a in annotations[start:start + ANNOTATION_BATCH]]
-            call("add check-run annotations", lambda b=batch: run.edit(output={**output, "annotations": b}))
+            write("add check-run annotations", lambda b=batch: run.edit(output={**output, "annotations": b}))
         return "check_run"
 
     # ------------------------------------------------------------------ dispatch
@@ -100,38 +148,46 @@ class Publisher:
             raise PublishError(f"event type must be 1-{MAX_EVENT_TYPE} characters, got {len(event_type)}")
         if len(payload) > MAX_DISPATCH_KEYS:
             raise PublishError(f"client_payload has {len(payload)} top-level keys; GitHub allows {MAX_DISPATCH_KEYS}")
-        call(f"repository_dispatch to {self.repo_name}", lambda: self.repo.create_repository_dispatch(event_type, payload))
+        # requestJsonAndCheck, not create_repository_dispatch, which returns False on any error instead of raising
+        url = f"{self.gh.requester.base_url}/repos/{self.repo_name}/dispatches"
+        write(f"repository_dispatch to {self.repo_name}", lambda: self.gh.requester.requestJsonAndCheck(
+            "POST", url, input={"event_type": event_type, "client_payload": payload}), repeat_5xx=False)
 
     # ------------------------------------------------------------------ badge branch
-    def commit_file(self, branch: str, path: str, content: bytes, message: str) -> str:
-        """Create or update ``path`` on ``branch`` (the branch must exist)."""
-        try:
-            current = self.repo.get_contents(path, ref=branch)
-        except GithubException as exc:
-            if exc.status != 404:
-                raise PublishError(f"GitHub API: GET {path}@{branch} failed with {exc.status}") from None
-            current = None
-        if current is not None:
-            if base64.b64decode(current.content or "") == content:
-                return "unchanged"
-            call(f"update {path}", lambda: self.repo.update_file(path, message, content, current.sha, branch=branch))
-            return "updated"
-        call(f"create {path}", lambda: self.repo.create_file(path, message, content, branch=branch))
-        return "created"
+    def commit_files(self, branch: str, files: dict[str, bytes], message: str) -> str:
+        """All ``files`` in one commit on ``branch`` (which must exist), through the git data API:
+        blobs → tree → commit → ref. Returns the commit sha, or "unchanged" when nothing differs."""
+        repo = self.repo
+        ref = call(f"GET branch {branch}", lambda: repo.get_git_ref(f"heads/{branch}"))
+        head = call(f"GET commit {ref.object.sha[:12]}", lambda: repo.get_git_commit(ref.object.sha))
+        current = {e.path: e.sha for e in call("GET tree", lambda: repo.get_git_tree(head.tree.sha, recursive=True)).tree}
+        elements = []
+        for path, content in sorted(files.items()):
+            blob = write(f"create blob {path}", lambda c=content: repo.create_git_blob(base64.b64encode(c).decode(), "base64"))
+            if current.get(path) != blob.sha:
+                elements.append(InputGitTreeElement(path, "100644", "blob", sha=blob.sha))
+        if not elements:
+            return "unchanged"
+        tree = write("create tree", lambda: repo.create_git_tree(elements, head.tree))
+        commit = write("create commit", lambda: repo.create_git_commit(message, tree, [head]))
+        write(f"move {branch}", lambda: ref.edit(commit.sha))
+        return str(commit.sha)
 
     # ------------------------------------------------------------------ fork PRs
     def pr_for_workflow_run(self, run: dict[str, Any]) -> int | None:
         """The PR of a ``workflow_run`` event. Fork PRs leave ``pull_requests`` empty, so look the
         head branch up (``owner:branch``) among this repo's open PRs, matching the head sha."""
-        prs = run.get("pull_requests") or []
-        if prs:
-            return int(prs[0]["number"])
+        sha = run.get("head_sha")
+        for pr in run.get("pull_requests") or []:
+            base_url = str(((pr.get("base") or {}).get("repo") or {}).get("url", ""))
+            if base_url.lower().endswith(f"/repos/{self.repo_name.lower()}") and (pr.get("head") or {}).get("sha") == sha:
+                return int(pr["number"])
         head_repo = (run.get("head_repository") or {}).get("owner", {}).get("login")
-        branch, sha = run.get("head_branch"), run.get("head_sha")
+        branch = run.get("head_branch")
         if not (head_repo and branch):
             return None
         pulls = call("list pull requests", lambda: list(self.repo.get_pulls(state="open", head=f"{head_repo}:{branch}")))
-        for pr in pulls:
-            if pr.head.sha == sha:
-                return int(pr.number)
-        return int(pulls[0].number) if pulls else None
+        for found in pulls:  # only a PR of this repository whose head is the run's commit
+            if found.head.sha == sha and found.base.repo.full_name.lower() == self.repo_name.lower():
+                return int(found.number)
+        return None

@@ -4,10 +4,13 @@ GitHub's 65,536-character limit with a note when truncated."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from harness.errors import UserError
+from harness.report import safe
 from harness.report.compare import Change, Comparison
 from harness.report.summary import by_recipe, failures
 from harness.results import Record
@@ -37,7 +40,13 @@ class CommentMode(Enum):
         return False
 
 
+KEY = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
 def marker(key: str) -> str:
+    """The hidden first line of the sticky comment for ``key`` (a validated name, never results text)."""
+    if not KEY.fullmatch(key):
+        raise UserError(f"--key {key!r}: expected 1-64 of A-Z a-z 0-9 . _ -")
     return f"<!-- bti:comment:{key} -->"
 
 
@@ -48,14 +57,14 @@ class Links:
 
 
 def _esc(text: str) -> str:
-    return " ".join(text.replace("|", "\\|").replace("`", "'").split())[:240]
+    return safe.inline(text, 240)
 
 
 def _change_rows(changes: list[Change], cap: int, show_detail: bool = True) -> list[str]:
     rows = ["| item | base | head |" + (" first error line |" if show_detail else ""),
             "|---|---|---|" + ("---|" if show_detail else "")]
     for c in changes[:cap]:
-        row = f"| `{c.id}` | {c.base or '—'} | {c.head or '—'} |"
+        row = f"| {safe.code(c.id)} | {_esc(c.base or '—')} | {_esc(c.head or '—')} |"
         rows.append(row + (f" {_esc(c.detail)} |" if show_detail else ""))
     if len(changes) > cap:
         rows.append(f"\n…and {len(changes) - cap} more (see the artifacts).")
@@ -82,7 +91,7 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
         if name in base_rates and base_rates[name].ran and s.ran:
             d = s.pass_rate - base_rates[name].pass_rate
             delta = f"{d:+.1f} pp" if abs(d) >= 0.05 else "="
-        out.append(f"| `{name}` | {s.passed} | {s.ran} | {rate} | {delta} |")
+        out.append(f"| {safe.code(name)} | {s.passed} | {s.ran} | {rate} | {delta} |")
     out.append("")
     if comparison is not None:
         sections = [("New failures", comparison.new_failures, CAP_FAILURES, True), ("Fixed", comparison.fixed, CAP_OTHER, False),

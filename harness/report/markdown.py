@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from harness.report import safe
 from harness.report.summary import blocking_ops, by_recipe, failures, fmt_num, worst_sqnr
 from harness.results import Record, status_of
 from harness.status import Status
@@ -13,8 +14,7 @@ LIMIT_BYTES = 1024 * 1024
 _FAIL_ORDER = [s for s in Status if s.is_failure]
 
 
-def _esc(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+_esc = safe.inline
 
 
 def header_lines(header: dict[str, Any]) -> list[str]:
@@ -26,18 +26,18 @@ def header_lines(header: dict[str, Any]) -> list[str]:
         bits.append(f"upstream {ref}")
     if header.get("shard"):
         bits.append(f"shard {header['shard']}")
-    return [f"<sub>run `{header.get('run_id', '?')}` · {' · '.join(bits)}</sub>", ""]
+    return [f"<sub>run {safe.code(header.get('run_id', '?'))} · {_esc(' · '.join(map(str, bits)))}</sub>", ""]
 
 
 def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
     lines = ["| recipe | pass | fail | xfail | skip | unavailable | pass rate |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name, s in by_recipe(header, records).items():
         rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
-        lines.append(f"| `{name}` | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {s.counts[Status.SKIP]} | "
+        lines.append(f"| {safe.code(name)} | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {s.counts[Status.SKIP]} | "
                      f"{s.counts[Status.UNAVAILABLE]} | {rate} |")
     unavailable = [(n, s.unavailable) for n, s in by_recipe(header, records).items() if s.unavailable]
     for name, why in unavailable:
-        lines.append(f"\n> `{name}` is unavailable here: {_esc(why or '')}")
+        lines.append(f"\n> {safe.code(name)} is unavailable here: {_esc(why or '')}")
     return lines
 
 
@@ -52,7 +52,7 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
         counts.setdefault(status_of(rec), Counter())[rec["recipe"]] += 1
     if counts:
         recipes = sorted({r["recipe"] for r in fails})
-        out += ["## Failures by status", "", "| status | meaning | " + " | ".join(f"`{r}`" for r in recipes) + " |",
+        out += ["## Failures by status", "", "| status | meaning | " + " | ".join(safe.code(r) for r in recipes) + " |",
                 "|---|---|" + "---:|" * len(recipes)]
         for st in _FAIL_ORDER:
             if st in counts:
@@ -61,14 +61,14 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
     blockers = blocking_ops(records)[:25]
     if blockers:
         out += ["## Undelegated ops (ranked by items they block)", "", "| op | items | recipes |", "|---|---:|---|"]
-        out += [f"| `{op}` | {n} | {', '.join(rs)} |" for op, n, rs in blockers]
+        out += [f"| {safe.code(op)} | {n} | {_esc(', '.join(rs))} |" for op, n, rs in blockers]
         out.append("")
     worst = worst_sqnr([r for r in records if status_of(r) not in (Status.SKIP, Status.UNAVAILABLE)])
     if worst:
         out += ["## Worst numerics (lowest SQNR)", "", "| item | status | SQNR dB | max_abs | cosine |", "|---|---|---:|---:|---:|"]
         for sq, rec in worst:
             o = min(rec.get("outputs") or [{}], key=lambda x: float(x.get("sqnr_db", "inf")))
-            out.append(f"| `{_esc(rec['id'])}` | {rec['status']} | {fmt_num(sq)} | {fmt_num(o.get('max_abs'))} | {fmt_num(o.get('cosine'), 6)} |")
+            out.append(f"| {safe.code(rec['id'])} | {status_of(rec).value} | {fmt_num(sq)} | {fmt_num(o.get('max_abs'))} | {fmt_num(o.get('cosine'), 6)} |")
         out.append("")
     text = "\n".join(out) + "\n"
     if fails:
@@ -81,7 +81,7 @@ def _failure_list(fails: list[Record], budget: int) -> str:
     used = sum(len(line) + 1 for line in lines)
     shown = 0
     for rec in fails:
-        line = f"| `{_esc(rec['id'])}` | {rec['status']} | {_esc((rec.get('detail') or '')[:300])} |"
+        line = f"| {safe.code(rec['id'])} | {status_of(rec).value} | {_esc((rec.get('detail') or '')[:300])} |"
         if used + len(line.encode()) + 1 > budget:
             break
         lines.append(line)

@@ -1,0 +1,44 @@
+"""Text from a results file, made safe to publish on GitHub (torch-free).
+
+A results file is untrusted: on a fork PR the PR's own code wrote it, and the base repository's token
+publishes it. Every string that came from a record or a header goes through here before it reaches a PR
+comment, a check run (summary, text, annotations), the job summary or a commit status:
+
+* ``@user`` and ``@org/team`` never ping: a word joiner (U+2060) follows the ``@``;
+* HTML never renders: ``&``, ``<`` and ``>`` are escaped, so ``<!--`` cannot hide the rest of a comment
+  or forge another key's bti marker, and ``<img>``/``<details>`` stay text;
+* nothing breaks out of a code span: backticks become ``'``;
+* a table cell stays one cell: ``|`` is escaped and line breaks become spaces;
+* control characters (NUL, ESC, …) and lone surrogates are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+
+WORD_JOINER = "\u2060"
+_MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
+
+
+def _clean(text: object, limit: int | None) -> str:
+    s = " ".join(_CONTROL.sub("", str(text)).split())
+    return s if limit is None or len(s) <= limit else s[: limit - 1] + "…"
+
+
+def plain(text: object, limit: int | None = None) -> str:
+    """One line of plain text (commit-status descriptions, annotation titles and messages)."""
+    return _MENTION.sub("@" + WORD_JOINER, _clean(text, limit))
+
+
+def inline(text: object, limit: int | None = None) -> str:
+    """One line of Markdown text, e.g. an error message in a table cell."""
+    s = _clean(text, limit).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MENTION.sub("@" + WORD_JOINER, s.replace("`", "'").replace("|", "\\|"))
+
+
+def code(text: object, limit: int | None = None) -> str:
+    """A code span (ids, recipe and op names). Inside it Markdown, HTML and mentions are inert; only a
+    backtick could end it early, and a ``|`` would split a table row."""
+    s = _clean(text, limit).replace("`", "'").replace("|", "\\|")
+    return f"`{s}`" if s else "``"
