@@ -45,7 +45,8 @@ class FakeGitHub:
         # identity: who a token is (GITHUB_TOKEN acts as github-actions[bot]); comments record their author
         self.identities: dict[str, str] = {}
         self.default_identity = "github-actions[bot]"
-        self.stored_faults: list[Fault] = []  # applied after the request was handled: "stored, then 502"
+        self.stored_faults: list[Fault] = []
+        self.oidc_claims: dict[str, Any] = {}  # what the Actions OIDC endpoint puts in its token  # applied after the request was handled: "stored, then 502"
         # git data: branch -> commit sha; commit sha -> (tree sha, parents); tree sha -> {path: blob sha}; blob sha -> bytes
         self.refs: dict[str, str] = {}
         self.commits: dict[str, tuple[str, list[str], str]] = {}
@@ -127,6 +128,7 @@ class FakeGitHub:
             ("GET", r"/repos/([^/]+/[^/]+)/contents/(.+)", self.get_contents),
             ("PUT", r"/repos/([^/]+/[^/]+)/contents/(.+)", self.put_contents),
             ("POST", r"/graphql", self.graphql),
+            ("GET", r"/_oidc/token", self.oidc_token),
             ("GET", r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)", self.get_ref),
             ("PATCH", r"/repos/([^/]+/[^/]+)/git/refs/heads/(.+)", self.update_ref),
             ("GET", r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]{40})", self.get_git_commit),
@@ -171,6 +173,17 @@ class FakeGitHub:
         if page * per_page < len(items):
             headers["Link"] = f'<{self.url(f"/repos/{name}/issues/{n}/comments")}?per_page={per_page}&page={page + 1}>; rel="next"'
         return self.json([self.comment_json(n, c["id"], c["body"]) for c in chunk], headers=headers)
+
+    def oidc_token(self, req: Request, body: Any) -> Response:
+        """Actions' ID-token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL): an unsigned JWT with ``oidc_claims``."""
+        if not req.headers.get("Authorization", "").startswith("Bearer ") or not self.oidc_claims:
+            return self.json({"message": "Unauthorized"}, 401)
+
+        def part(obj: dict[str, Any]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+        claims = {**self.oidc_claims, "aud": req.args.get("audience", "")}
+        return self.json({"value": f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}.sig"})
 
     def graphql(self, req: Request, body: Any) -> Response:
         """The one query bti sends: a PR's comments with ``viewerDidAuthor``, 100 a page."""

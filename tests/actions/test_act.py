@@ -67,7 +67,14 @@ class Scenario:
             event["pull_request"]["head"]["repo"]["full_name"] = CALLER
         return event
 
-    def run(self, event_name: str, event: dict[str, Any], fake: FakeGitHub, **kw: Any) -> ActRun:
+    def run(self, event_name: str, event: dict[str, Any], fake: FakeGitHub, oidc: bool = True, **kw: Any) -> ActRun:
+        """``oidc``: serve Actions' ID-token endpoint from the fake, saying this workflow was called at bti's sha."""
+        if oidc:
+            bti_sha = git(self.home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
+            fake.oidc_claims = {"job_workflow_ref": "bti-org/bti/.github/workflows/backend-suite.yml@refs/heads/main",
+                                "job_workflow_sha": bti_sha, "repository": CALLER}
+            kw["env"] = {"ACTIONS_ID_TOKEN_REQUEST_URL": f"{fake.base}/_oidc/token?api-version=2.0",
+                         "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-request-token", **(kw.get("env") or {})}
         return run_act(self.repo, self.workflow, event_name, event, home=self.home, tmp=self.tmp, api_url=fake.base, **kw)
 
 
@@ -116,10 +123,13 @@ def test_composite_action(scenario, fake: FakeGitHub, recipes: str, failing: boo
 
 # ---------------------------------------------------------------------------------------------- the reusable workflow
 def _call(scenario, fake: FakeGitHub, *, recipes: str, shards: int = 2, labels: str = '["self-hosted", "linux", "acme-npu"]',
-          fork: bool = False, env: dict[str, str] | None = None) -> tuple[Scenario, ActRun]:
+          fork: bool = False, env: dict[str, str] | None = None, variables: dict[str, str] | None = None,
+          labels_on_pr: tuple[str, ...] = (), oidc: bool = True) -> tuple[Scenario, ActRun]:
     sc = scenario("call.yml")
-    run = sc.run("pull_request", sc.pull_request_event(fork=fork), fake, env=env,
-                 variables={"RECIPES": recipes, "SHARDS": str(shards), "RUNNER_LABELS": labels})
+    event = sc.pull_request_event(fork=fork)
+    event["pull_request"]["labels"] = [{"name": n, "id": i} for i, n in enumerate(labels_on_pr)]
+    run = sc.run("pull_request", event, fake, env=env, oidc=oidc,
+                 variables={"RECIPES": recipes, "SHARDS": str(shards), "RUNNER_LABELS": labels, **(variables or {})})
     return sc, run
 
 
@@ -149,6 +159,10 @@ def test_b_reusable_two_shards_one_failing(scenario, fake: FakeGitHub) -> None:
     (check,) = fake.check_runs.values()
     assert check["conclusion"] == "failure" and check["head_sha"] == sc.sha != sc.merge_sha
     assert check["name"] == "bti/bti"
+    # the bti that ran is the commit the caller pinned, read from the OIDC token (no bti-ref given)
+    bti_sha = git(sc.home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
+    assert f"checked out bti-org/bti@{bti_sha} into .bti" in run.output(runs[0])
+    assert any(p.startswith("/_oidc/token") for _, p, _ in fake.log)
 
 
 def test_c_shard_that_dies_before_uploading(scenario, fake: FakeGitHub) -> None:
@@ -190,7 +204,8 @@ def test_h_fork_pr_read_only_token(scenario, fake: FakeGitHub) -> None:
     for method in ("POST", "PATCH"):
         fake.inject(method, r"/repos/.*", 403, times=100)
     fake.faults = [dataclasses.replace(f, body={"message": "Resource not accessible by integration"}) for f in fake.faults]
-    _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True)
+    label = "bti: run on self-hosted"
+    _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True, variables={"FORK_PRS": "label"}, labels_on_pr=(label,))
     merge = _job(run, "merge")
     assert run.jobs[merge] == "success" and run.marked("call/after", "BTI-RESULT") == ["success"], run.jobs
     assert run.steps(merge)["Publish"] == "success" and run.steps(merge)["Verdict"] == "success"
@@ -243,3 +258,26 @@ def test_g_two_calls_have_distinct_concurrency_groups() -> None:
     # the same call on the same PR shares its group, so a newer push cancels the older run
     assert _group({"comment-key": "fp32", "recipes": "portable", "pr": "7"}, github) == \
         _group({"comment-key": "fp32", "recipes": "portable", "pr": "7"}, {**github, "sha": "another"})
+
+
+# ---------------------------------------------------------------------------------------------- what runs is what was asked
+@pytest.mark.parametrize(("oidc", "bti_ref", "message"), [
+    (False, "main", "no OIDC token to read the pinned commit from (grant `id-token: write` to the calling job), and bti-ref 'main'"),
+    (True, "0" * 40, f"bti-ref '{'0' * 40}' is not the commit this workflow was called at"),
+], ids=["branch-without-oidc", "other-sha-than-pinned"])
+def test_unpinned_bti_is_refused_before_any_runner_job(scenario, fake: FakeGitHub, oidc: bool, bti_ref: str, message: str) -> None:
+    _, run = _call(scenario, fake, recipes="portable", shards=1, oidc=oidc, variables={"BTI_REF": bti_ref})
+    plan = _job(run, "plan")
+    assert run.code != 0 and run.jobs == {plan: "failure"}, run.jobs
+    assert "bti refuses to run unpinned code: " + message in run.log
+    assert not list(run.artifacts.iterdir()) and not fake.comments and not fake.check_runs
+
+
+def test_fork_pr_does_not_reach_self_hosted_runners_without_the_label(scenario, fake: FakeGitHub) -> None:
+    _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True, variables={"FORK_PRS": "label"},
+                   labels_on_pr=("unrelated",))
+    plan = _job(run, "plan")
+    assert run.code != 0 and run.jobs == {plan: "failure"}, run.jobs
+    assert run.steps(plan)["Fork pull requests"] == "failure"
+    assert "this fork pull request does not run on self-hosted runners (fork-prs: label)" in run.log
+    assert not list(run.artifacts.iterdir()) and not fake.comments
