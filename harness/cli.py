@@ -75,6 +75,8 @@ def cli() -> None:
 @click.option("--upstream-repo", help="Upstream owner/name being tested (recorded in the header).")
 @click.option("--upstream-sha", help="Upstream commit (40 hex).")
 @click.option("--upstream-pr", type=int, help="Upstream pull request number.")
+@click.option("--upstream-package", help="The distribution built from the upstream repo (e.g. executorch): its installed "
+              "version and VCS commit go into the header, and a check is posted on --upstream-sha only if they match.")
 def run(**kw: Any) -> None:
     """Run suites × recipes; write results.jsonl, then the reports. Exit 1 on any unexpected failure."""
     from harness.runner.cache import default_dir
@@ -83,7 +85,11 @@ def run(**kw: Any) -> None:
     out_dir: Path = kw["out_dir"]
     jsonl: Path = kw["jsonl"] or out_dir / "results.jsonl"
     reuse = kw["reuse"] if kw["reuse"] is not None else not os.environ.get("CI")
-    upstream = {k: kw[f"upstream_{k}"] for k in ("repo", "sha", "pr") if kw[f"upstream_{k}"] is not None}
+    upstream: dict[str, Any] = {k: kw[f"upstream_{k}"] for k in ("repo", "sha", "pr") if kw[f"upstream_{k}"] is not None}
+    if kw["upstream_package"]:
+        from harness.env import installed
+
+        upstream["installed"] = installed(kw["upstream_package"])
     opts = RunOptions(
         suites=_suites(kw), recipes=_recipes(kw), out=jsonl, filters=_filters(kw), jobs=kw["jobs"],
         timeout=kw["timeout"], resume=kw["resume"], cache_dir=(kw["cache_dir"] or default_dir()) if reuse else None,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import platform
 import resource
-from importlib.metadata import PackageNotFoundError, version
+import json
+from importlib.metadata import PackageNotFoundError, distribution, version
+from typing import Any
 
 from harness import __version__
 
@@ -15,6 +17,19 @@ def _pkg(name: str) -> str:
         return version(name)
     except PackageNotFoundError:
         return "not installed"
+
+
+def installed(package: str) -> dict[str, Any]:
+    """What pip installed for ``package``: version, and for a VCS or URL install the commit and URL
+    (PEP 610 ``direct_url.json``). Recorded in the header, so a check on an upstream commit is only posted
+    when that commit is what ran."""
+    try:
+        dist = distribution(package)
+    except PackageNotFoundError:
+        return {"package": package, "version": None, "commit": None, "url": None}
+    direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    return {"package": package, "version": dist.version, "commit": (direct.get("vcs_info") or {}).get("commit_id"),
+            "url": direct.get("url")}
 
 
 def _cpu() -> str:

@@ -199,3 +199,22 @@ def test_cli_check_and_badge_branch(fake: FakeGitHub, bti, tmp_path: Path) -> No
     assert sum(1 for m, p, _ in fake.log if m == "POST" and p.endswith("/git/commits")) == 1
     again = bti(*args, env=env)
     assert again.code == 0 and "unchanged" in again.out and fake.refs["badges"] == head
+
+
+@pytest.mark.parametrize("commit", [None, "f" * 40, SHA], ids=["nothing-installed", "other-commit", "the-commit"])
+def test_check_on_the_upstream_commit_only_when_that_commit_ran(fake: FakeGitHub, bti, tmp_path: Path, commit: str | None) -> None:
+    lines = (GOLDEN / "results.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    header["upstream"] = {"repo": fake.repo, "sha": SHA, "installed": {"package": "executorch", "version": "1.4.1", "commit": commit}}
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    res = bti("publish", "check", "--results", str(path), "--repo", fake.repo, "--sha", SHA, env=env)
+    if commit == SHA:
+        assert res.code == 0 and len(fake.check_runs) == 1, res.err
+        return
+    ran = "executorch 1.4.1" + (f" at {commit}" if commit else "")
+    assert res.code == 2 and res.err.startswith(f"bti: error: refusing to post on {fake.repo}@{SHA[:12]}: the results were produced with {ran}")
+    assert not fake.check_runs and not fake.statuses
+    other = bti("publish", "check", "--results", str(path), "--repo", fake.repo, "--sha", "e" * 40, env=env)
+    assert other.code == 0  # any other commit (the vendor's own PR head) is not a claim about upstream

@@ -139,6 +139,20 @@ def publish_comment(results: Path, base: Path | None, pr: int | None, event_path
     click.echo(f"comment: {action} {cid or ''} on #{pr}".rstrip())
 
 
+def _refuse_untested_upstream(header: dict[str, Any], sha: str) -> None:
+    """A check on the dispatched upstream commit claims that commit was tested: refuse unless the run
+    installed exactly it (``bti run --upstream-package``, recorded in the header)."""
+    up = header.get("upstream") or {}
+    if not up.get("sha") or str(up["sha"]).lower() != sha.lower():
+        return
+    got = up.get("installed") or {}
+    if str(got.get("commit") or "").lower() != sha.lower():
+        ran = f"{got['package']} {got.get('version')}" + (f" at {got['commit']}" if got.get("commit") else "") if got.get("package") \
+            else "whatever was installed (the run recorded no --upstream-package)"
+        raise UserError(f"refusing to post on {up.get('repo', 'upstream')}@{sha[:12]}: the results were produced with {ran}, "
+                        "not that commit", hint="install the dispatched commit (the action's upstream-install input)")
+
+
 @publish.command("check")
 @click.option("--results", type=click.Path(path_type=Path), required=True)
 @click.option("--sha", required=True, help="Commit to attach the check (or status) to.")
@@ -155,6 +169,7 @@ def publish_check(results: Path, sha: str, name: str, details_url: str | None, r
     if not SHA.fullmatch(sha):
         raise UserError(f"--sha {sha!r}: expected 40 hex characters")
     header, recs = _read(results)
+    _refuse_untested_upstream(header, sha)
     fails = failures(recs)
     summary = markdown.render(header, recs, limit=60_000)
     annotations = [Annotation(path=".github", title=r["id"], message=f"{r['status']}: {r.get('detail', '')}") for r in fails]

@@ -281,3 +281,43 @@ def test_fork_pr_does_not_reach_self_hosted_runners_without_the_label(scenario, 
     assert run.steps(plan)["Fork pull requests"] == "failure"
     assert "this fork pull request does not run on self-hosted runners (fork-prs: label)" in run.log
     assert not list(run.artifacts.iterdir()) and not fake.comments
+
+
+def _tiny_upstream(home: Path) -> tuple[Path, str, str]:
+    """pytorch/tinyup: a tiny package at two commits (the second is the dispatched PR head)."""
+    repo = home / "repos" / "pytorch" / "tinyup"
+    src = home / "tinyup-src"
+    src.mkdir(exist_ok=True)
+    (src / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+                                        '[project]\nname = "tinyup"\nversion = "0.1.0"\n[tool.setuptools]\npy-modules = ["tinyup"]\n')
+    (src / "tinyup.py").write_text("VALUE = 1\n")
+    first = commit_tree({Path("pyproject.toml"): src / "pyproject.toml", Path("tinyup.py"): src / "tinyup.py"}, repo, "pytorch/tinyup")
+    (repo / "tinyup.py").write_text("VALUE = 2\n")
+    git(repo, "commit", "-qam", "the PR")
+    return repo, first, git(repo, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("install", ["pip", ""], ids=["installed", "not-installed"])
+def test_dispatched_upstream_commit_is_what_is_tested(scenario, httpserver, act_home: Path, install: str) -> None:
+    fake = FakeGitHub(httpserver.url_for("/"), repo="pytorch/tinyup")
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(fake)
+    upstream, first, head = _tiny_upstream(act_home)
+    sc = scenario("upstream.yml")
+    event = {"action": "upstream-pull-request", "client_payload": {"repo": "pytorch/tinyup", "sha": head, "pr": "5"},
+             "repository": {"full_name": CALLER}}
+    run = sc.run("repository_dispatch", event, fake, oidc=False,
+                 variables={"UPSTREAM_INSTALL": install, "UPSTREAM_URL": f"file://{upstream}"})
+    job = "upstream/suite"
+    header = json.loads((run.artifacts / "bti-results-all" / "results.jsonl").read_text().splitlines()[0])
+    got = header["upstream"]["installed"]
+    assert header["upstream"]["sha"] == head and got["package"] == "tinyup"
+    if install:
+        assert run.jobs == {job: "success"}, run.jobs
+        assert got["commit"] == head != first and got["url"] == f"file://{upstream}"
+        (check,) = fake.check_runs.values()
+        assert check["head_sha"] == head and check["conclusion"] == "success"
+    else:
+        assert got["commit"] is None and got["version"] is None  # nothing of the upstream was installed
+        assert run.jobs == {job: "success"}, run.jobs  # publishing is best effort: a refusal warns
+        assert f"refusing to post on pytorch/tinyup@{head[:12]}: the results were produced with tinyup None" in run.log
+        assert not fake.check_runs and not fake.statuses
