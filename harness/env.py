@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import resource
-import json
 from importlib.metadata import PackageNotFoundError, distribution, version
 from typing import Any
 
