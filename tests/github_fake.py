@@ -46,7 +46,8 @@ class FakeGitHub:
         self.identities: dict[str, str] = {}
         self.default_identity = "github-actions[bot]"
         self.stored_faults: list[Fault] = []
-        self.oidc_claims: dict[str, Any] = {}  # what the Actions OIDC endpoint puts in its token  # applied after the request was handled: "stored, then 502"
+        self.oidc_claims: dict[str, Any] = {}
+        self.relay: list[dict[str, Any]] = []  # cross-repo CI relay callbacks received  # what the Actions OIDC endpoint puts in its token  # applied after the request was handled: "stored, then 502"
         # git data: branch -> commit sha; commit sha -> (tree sha, parents); tree sha -> {path: blob sha}; blob sha -> bytes
         self.refs: dict[str, str] = {}
         self.commits: dict[str, tuple[str, list[str], str]] = {}
@@ -129,6 +130,7 @@ class FakeGitHub:
             ("PUT", r"/repos/([^/]+/[^/]+)/contents/(.+)", self.put_contents),
             ("POST", r"/graphql", self.graphql),
             ("GET", r"/_oidc/token", self.oidc_token),
+            ("POST", r"/_relay/callback", self.relay_callback),
             ("GET", r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)", self.get_ref),
             ("PATCH", r"/repos/([^/]+/[^/]+)/git/refs/heads/(.+)", self.update_ref),
             ("GET", r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]{40})", self.get_git_commit),
@@ -173,6 +175,10 @@ class FakeGitHub:
         if page * per_page < len(items):
             headers["Link"] = f'<{self.url(f"/repos/{name}/issues/{n}/comments")}?per_page={per_page}&page={page + 1}>; rel="next"'
         return self.json([self.comment_json(n, c["id"], c["body"]) for c in chunk], headers=headers)
+
+    def relay_callback(self, req: Request, body: Any) -> Response:
+        self.relay.append(body)
+        return self.json({"ok": True})
 
     def oidc_token(self, req: Request, body: Any) -> Response:
         """Actions' ID-token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL): an unsigned JWT with ``oidc_claims``."""

@@ -256,6 +256,63 @@ def event_dispatch(event_path: Path, github_output: Path | None) -> None:
         write_github_output(str(github_output), req.outputs())
 
 
+@click.group("relay")
+def relay() -> None:
+    """The PyTorch cross-repo CI relay's callback (RFC-0050): build it from results, or send it."""
+
+
+def _relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str) -> dict[str, Any]:
+    from harness.report.relay import payload
+
+    header, recs = _read(results)
+    return payload(header, recs, job_name=job_name, artifact_url=artifact_url, status=status)
+
+
+_relay_opts = [
+    click.argument("results", type=click.Path(path_type=Path)),
+    click.option("--job-name", required=True, help="Unique per matrix leg, e.g. 'acme-npu / xnnpack / shard 1/2'."),
+    click.option("--artifact-url", help="Where the results artifact is."),
+    click.option("--status", type=click.Choice(["in_progress", "completed"]), default="completed", show_default=True),
+]
+
+
+@relay.command("payload")
+@_with(_relay_opts)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the JSON here (default: stdout).")
+def relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str, output: Path | None) -> None:
+    """Print the callback JSON: status, conclusion, test counts, job name, artifact URL, failed tests (within the relay's limits)."""
+    text = json.dumps(_relay_payload(results, job_name, artifact_url, status), indent=1, ensure_ascii=False)
+    if output:
+        output.write_text(text + "\n")
+    else:
+        click.echo(text)
+
+
+@relay.command("send")
+@_with(_relay_opts)
+@click.option("--url", required=True, help="The relay's callback URL.")
+@click.option("--token-env", default="BTI_RELAY_TOKEN", show_default=True, help="Environment variable with a bearer token (optional).")
+def relay_send(results: Path, job_name: str, artifact_url: str | None, status: str, url: str, token_env: str) -> None:
+    """POST the callback to the relay; a 5xx is tried once more; any other failure is one line."""
+    import requests
+
+    body = _relay_payload(results, job_name, artifact_url, status)
+    if not url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+        raise UserError(f"--url {url!r}: expected https:// (or a loopback http:// address)")
+    headers = {"Authorization": f"Bearer {os.environ[token_env]}"} if os.environ.get(token_env) else {}
+    for attempt in (1, 2):
+        try:
+            resp = requests.post(url, json=body, headers=headers, timeout=30)
+        except requests.RequestException as exc:
+            raise UserError(f"relay: POST {url} failed: {type(exc).__name__}") from None
+        if resp.status_code < 500 or attempt == 2:
+            break
+    if resp.status_code >= 300:
+        raise UserError(f"relay: POST {url} answered {resp.status_code}: {resp.text.strip()[:200]}")
+    counts = body["test_counts"]
+    click.echo(f"relay: {body['status']} {body['conclusion'] or ''} {counts} -> {url}")
+
+
 def register(cli: click.Group) -> None:
-    for cmd in (compare_cmd, publish, dispatch, event):
+    for cmd in (compare_cmd, publish, dispatch, event, relay):
         cli.add_command(cmd)

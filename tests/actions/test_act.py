@@ -95,7 +95,8 @@ def scenario(act_home: Path, tmp_path: Path):
                          ids=["a-one-unexpected-failure", "d-all-pass"])
 def test_composite_action(scenario, fake: FakeGitHub, recipes: str, failing: bool) -> None:
     sc = scenario("action.yml")
-    run = sc.run("pull_request", sc.pull_request_event(), fake, variables={"RECIPES": recipes})
+    run = sc.run("pull_request", sc.pull_request_event(), fake,
+                 variables={"RECIPES": recipes, "RELAY_URL": f"{fake.base}/_relay/callback"})
     job = "action/suite"
     assert run.jobs == {job: "failure" if failing else "success"}, run.log[-4000:]
     steps = run.steps(job)
@@ -118,7 +119,13 @@ def test_composite_action(scenario, fake: FakeGitHub, recipes: str, failing: boo
     assert steps["Run bti"] == "success"  # bti exit 1 is recorded, not raised by bash -e
     assert steps["Job summary and counts"] == steps["Upload results"] == "success", steps
     assert steps.get("Fail on unexpected failures") == ("failure" if failing else None), steps
-    assert not fake.log, "publish is off: no API call"
+    # publish is off: the only call is the relay callback, in RFC-0050's shape
+    assert [p for _, p, _ in fake.log] == ["/_relay/callback"]
+    (cb,) = fake.relay
+    assert cb["status"] == "completed" and cb["conclusion"] == ("failure" if failing else "success")
+    assert cb["test_counts"] == {"passed": int(outputs["passed"]), "failed": int(outputs["failed"]), "skipped": 0}
+    assert cb["job_name"] == "action / suite / bti-results-all" and cb["artifact_url"].endswith("/actions/runs/1#artifacts")
+    assert [t["name"] for t in cb["failed_tests"]] == bad
 
 
 # ---------------------------------------------------------------------------------------------- the reusable workflow
