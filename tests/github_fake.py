@@ -45,9 +45,9 @@ class FakeGitHub:
         # identity: who a token is (GITHUB_TOKEN acts as github-actions[bot]); comments record their author
         self.identities: dict[str, str] = {}
         self.default_identity = "github-actions[bot]"
-        self.stored_faults: list[Fault] = []
-        self.oidc_claims: dict[str, Any] = {}
-        self.relay: list[dict[str, Any]] = []  # cross-repo CI relay callbacks received  # what the Actions OIDC endpoint puts in its token  # applied after the request was handled: "stored, then 502"
+        self.stored_faults: list[Fault] = []  # applied after the request was handled: "stored, then 502"
+        self.oidc_claims: dict[str, Any] = {}  # what the Actions OIDC endpoint puts in its token
+        self.relay: list[dict[str, Any]] = []  # cross-repo CI relay callbacks received
         # git data: branch -> commit sha; commit sha -> (tree sha, parents); tree sha -> {path: blob sha}; blob sha -> bytes
         self.refs: dict[str, str] = {}
         self.commits: dict[str, tuple[str, list[str], str]] = {}
