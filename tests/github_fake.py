@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import itertools
 import json
 import re
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +50,8 @@ class FakeGitHub:
         self.stored_faults: list[Fault] = []  # applied after the request was handled: "stored, then 502"
         self.oidc_claims: dict[str, Any] = {}  # what the Actions OIDC endpoint puts in its token
         self.relay: list[dict[str, Any]] = []  # cross-repo CI relay callbacks received
+        self.blob_auth: str | None = None  # the Authorization header the storage redirect target saw
+        self.artifacts: list[dict[str, Any]] = []  # {name, branch, files: {path: bytes}, expired}; newest first
         # git data: branch -> commit sha; commit sha -> (tree sha, parents); tree sha -> {path: blob sha}; blob sha -> bytes
         self.refs: dict[str, str] = {}
         self.commits: dict[str, tuple[str, list[str], str]] = {}
@@ -122,6 +126,8 @@ class FakeGitHub:
             ("PATCH", r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)", self.edit_comment),
             ("POST", r"/repos/([^/]+/[^/]+)/check-runs", self.create_check_run),
             ("PATCH", r"/repos/([^/]+/[^/]+)/check-runs/(\d+)", self.edit_check_run),
+            ("GET", r"/repos/([^/]+/[^/]+)/check-runs/(\d+)", self.get_check_run),
+            ("GET", r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]{40})/check-runs", self.list_check_runs),
             ("GET", r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]{40})", self.get_commit),
             ("POST", r"/repos/([^/]+/[^/]+)/statuses/([0-9a-f]{40})", self.create_status),
             ("POST", r"/repos/([^/]+/[^/]+)/dispatches", self.create_dispatch),
@@ -131,6 +137,9 @@ class FakeGitHub:
             ("POST", r"/graphql", self.graphql),
             ("GET", r"/_oidc/token", self.oidc_token),
             ("POST", r"/_relay/callback", self.relay_callback),
+            ("GET", r"/repos/([^/]+/[^/]+)/actions/artifacts", self.list_artifacts),
+            ("GET", r"/repos/([^/]+/[^/]+)/actions/artifacts/(\d+)/zip", self.artifact_zip),
+            ("GET", r"/_blob/(\d+)", self.artifact_blob),
             ("GET", r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)", self.get_ref),
             ("PATCH", r"/repos/([^/]+/[^/]+)/git/refs/heads/(.+)", self.update_ref),
             ("GET", r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]{40})", self.get_git_commit),
@@ -175,6 +184,37 @@ class FakeGitHub:
         if page * per_page < len(items):
             headers["Link"] = f'<{self.url(f"/repos/{name}/issues/{n}/comments")}?per_page={per_page}&page={page + 1}>; rel="next"'
         return self.json([self.comment_json(n, c["id"], c["body"]) for c in chunk], headers=headers)
+
+    def add_artifact(self, name: str, branch: str, files: dict[str, bytes], expired: bool = False) -> int:
+        aid = next(self.ids)
+        self.artifacts.insert(0, {"id": aid, "name": name, "branch": branch, "files": files, "expired": expired})
+        return aid
+
+    def list_artifacts(self, req: Request, body: Any, name: str) -> Response:
+        wanted = req.args.get("name")
+        arts = [{"id": a["id"], "node_id": "x", "name": a["name"], "size_in_bytes": sum(map(len, a["files"].values())),
+                 "url": self.url(f"/repos/{name}/actions/artifacts/{a['id']}"), "expired": a["expired"],
+                 "archive_download_url": self.url(f"/repos/{name}/actions/artifacts/{a['id']}/zip"),
+                 "created_at": "2026-11-01T00:00:00Z", "expires_at": "2026-12-01T00:00:00Z", "updated_at": "2026-11-01T00:00:00Z",
+                 "workflow_run": {"id": a["id"] + 1, "repository_id": 1, "head_repository_id": 1, "head_branch": a["branch"],
+                                  "head_sha": "0" * 40}}
+                for a in self.artifacts if wanted in (None, a["name"])]
+        return self.json({"total_count": len(arts), "artifacts": arts})
+
+    def artifact_zip(self, req: Request, body: Any, name: str, aid: str) -> Response:
+        """As GitHub does: a redirect to storage (where the token must not go)."""
+        if not req.headers.get("Authorization"):
+            return self.json({"message": "Requires authentication"}, 401)
+        return Response(status=302, headers={"Location": self.url(f"/_blob/{aid}")})
+
+    def artifact_blob(self, req: Request, body: Any, aid: str) -> Response:
+        art = next(a for a in self.artifacts if a["id"] == int(aid))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            for path, data in art["files"].items():
+                zf.writestr(path, data)
+        self.blob_auth = req.headers.get("Authorization")
+        return Response(buf.getvalue(), content_type="application/zip")
 
     def relay_callback(self, req: Request, body: Any) -> Response:
         self.relay.append(body)
@@ -265,6 +305,21 @@ class FakeGitHub:
         self.check_runs[rid] = {**body, "annotations_batches": [len((body.get("output") or {}).get("annotations") or [])]}
         return self.json({"id": rid, "url": self.url(f"/repos/{name}/check-runs/{rid}"), "name": body["name"],
                           "head_sha": body["head_sha"], "status": body.get("status"), "conclusion": body.get("conclusion")}, 201)
+
+    def _check_json(self, name: str, rid: int) -> dict[str, Any]:
+        run = self.check_runs[rid]
+        return {"id": rid, "url": self.url(f"/repos/{name}/check-runs/{rid}"), "name": run["name"], "head_sha": run["head_sha"],
+                "external_id": run.get("external_id"), "status": run.get("status"), "conclusion": run.get("conclusion"),
+                "output": {"annotations_count": sum(run["annotations_batches"]), "title": None, "summary": None}}
+
+    def get_check_run(self, req: Request, body: Any, name: str, rid: str) -> Response:
+        return self.json(self._check_json(name, int(rid)))
+
+    def list_check_runs(self, req: Request, body: Any, name: str, sha: str) -> Response:
+        wanted = req.args.get("check_name")
+        runs = [self._check_json(name, rid) for rid, r in self.check_runs.items()
+                if r["head_sha"] == sha and wanted in (None, r["name"])]
+        return self.json({"total_count": len(runs), "check_runs": runs})
 
     def edit_check_run(self, req: Request, body: Any, name: str, rid: str) -> Response:
         run = self.check_runs[int(rid)]

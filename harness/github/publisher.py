@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import io
+import itertools
+import uuid
+import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from github import Github, InputGitTreeElement
@@ -75,7 +81,8 @@ class Publisher:
         cursor: str | None = None
         while True:
             variables = {"owner": owner, "name": name, "number": pr, "cursor": cursor}
-            _, data = call(f"list comments of #{pr}", lambda v=variables: self.gh.requester.graphql_query(COMMENTS_QUERY, v))
+            # a read, sent as a POST: repeated by write() on 5xx and secondary rate limits
+            _, data = write(f"list comments of #{pr}", lambda v=variables: self.gh.requester.graphql_query(COMMENTS_QUERY, v))
             node = ((data.get("data") or {}).get("repository") or {}).get("issueOrPullRequest")
             if node is None:
                 raise PublishError(f"GitHub API: #{pr} is not a pull request or issue of {self.repo_name}")
@@ -124,9 +131,15 @@ class Publisher:
                                   "output": {**output, "annotations": first} if first else output}
         if details_url:
             kwargs["details_url"] = details_url
+        kwargs["external_id"] = marker_id = uuid.uuid4().hex  # finds this very run if a create landed but failed
         repo = self.repo
+
+        def landed() -> Any:
+            runs = repo.get_commit(sha).get_check_runs(check_name=name)
+            return next((r for r in itertools.islice(runs, 100) if r.external_id == marker_id), None)
+
         try:
-            run = write("create check run", lambda: repo.create_check_run(**kwargs), attempts=3)
+            run = write("create check run", lambda: repo.create_check_run(**kwargs), attempts=3, recheck=landed)
         except PublishError as exc:
             if exc.status not in (403, 404):  # a token that may not write check runs (a PAT) gets 403/404
                 raise
@@ -139,7 +152,9 @@ class Publisher:
             return "status"
         for start in range(ANNOTATION_BATCH, len(annotations), ANNOTATION_BATCH):
             batch = [a.as_api() for a in annotations[start:start + ANNOTATION_BATCH]]
-            write("add check-run annotations", lambda b=batch: run.edit(output={**output, "annotations": b}))
+            total = start + len(batch)  # GitHub appends annotations: a batch that landed must not be sent again
+            write("add check-run annotations", lambda b=batch: run.edit(output={**output, "annotations": b}),
+                  recheck=lambda t=total: True if repo.get_check_run(run.id).output.annotations_count >= t else None)
         return "check_run"
 
     # ------------------------------------------------------------------ dispatch
@@ -163,15 +178,57 @@ class Publisher:
         current = {e.path: e.sha for e in call("GET tree", lambda: repo.get_git_tree(head.tree.sha, recursive=True)).tree}
         elements = []
         for path, content in sorted(files.items()):
+            if current.get(path) == hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest():
+                continue  # git's own blob id: unchanged files cost no write
             blob = write(f"create blob {path}", lambda c=content: repo.create_git_blob(base64.b64encode(c).decode(), "base64"))
-            if current.get(path) != blob.sha:
-                elements.append(InputGitTreeElement(path, "100644", "blob", sha=blob.sha))
+            elements.append(InputGitTreeElement(path, "100644", "blob", sha=blob.sha))
         if not elements:
             return "unchanged"
         tree = write("create tree", lambda: repo.create_git_tree(elements, head.tree))
         commit = write("create commit", lambda: repo.create_git_commit(message, tree, [head]))
         write(f"move {branch}", lambda: ref.edit(commit.sha))
         return str(commit.sha)
+
+    # ------------------------------------------------------------------ base results
+    def base_results(self, name: str, branch: str, dest: Path, max_bytes: int = 512 * 2**20) -> tuple[Path | None, str]:
+        """The ``results.jsonl`` of the newest unexpired artifact ``name`` from a run on ``branch``,
+        extracted to ``dest``: (path, "") or (None, why there is none)."""
+        repo = self.repo
+        for art in call(f"list artifacts named {name}", lambda: list(itertools.islice(repo.get_artifacts(name=name), 100))):
+            run = art.workflow_run
+            if art.expired or run is None or run.head_branch != branch:
+                continue
+            if art.size_in_bytes > max_bytes:
+                return None, f"the newest {name} artifact on {branch} is {art.size_in_bytes} bytes, over {max_bytes}"
+            data = self._download(art.archive_download_url)
+            try:
+                with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                    member = next((n for n in zf.namelist() if n.rsplit("/", 1)[-1] == "results.jsonl"), None)
+                    if member is None:
+                        return None, f"artifact {name} of run {run.id} on {branch} has no results.jsonl"
+                    dest.mkdir(parents=True, exist_ok=True)
+                    out = dest / "results.jsonl"
+                    out.write_bytes(zf.read(member))
+            except zipfile.BadZipFile:
+                return None, f"artifact {name} of run {run.id} is not a zip archive"
+            return out, ""
+        return None, f"no unexpired {name} artifact from a run on {branch}"
+
+    def _download(self, url: str) -> bytes:
+        """GitHub answers an artifact download with a redirect to storage; the token goes to GitHub only,
+        never to the redirect target."""
+        import requests
+
+        token = getattr(self.gh.requester.auth, "token", "")
+        try:
+            resp = requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=120, allow_redirects=False)
+            if resp.status_code in (301, 302, 303, 307, 308) and resp.headers.get("Location"):
+                resp = requests.get(resp.headers["Location"], timeout=300)
+        except requests.RequestException as exc:
+            raise PublishError(f"GitHub API: download artifact failed: {type(exc).__name__}") from None
+        if resp.status_code != 200:
+            raise PublishError(f"GitHub API: download artifact failed with {resp.status_code}", status=resp.status_code)
+        return resp.content
 
     # ------------------------------------------------------------------ fork PRs
     def pr_for_workflow_run(self, run: dict[str, Any]) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def write(header: dict[str, Any], records: list[Record], out_dir: Path) -> dict[
     summaries = by_recipe(header, records)
     suites = "+".join(Path(s).stem if s.endswith((".yaml", ".yml")) else s for s in header.get("suites") or []) or "bti"
     targets = [("badge", list(summaries.values()), f"bti {suites}")]
-    targets += [(f"badge-{name}", [s], f"{name} {suites}") for name, s in summaries.items()]
+    # a recipe name comes from the results file (untrusted): it never becomes a path outside out_dir
+    targets += [(f"badge-{re.sub(r'[^A-Za-z0-9._-]', '-', name).lstrip('.') or 'recipe'}", [s], f"{name} {suites}")
+                for name, s in summaries.items()]
     paths: dict[str, Path] = {}
     for stem, group, label in targets:
         fields = badge_fields(group, label)

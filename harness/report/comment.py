@@ -72,7 +72,7 @@ def _change_rows(changes: list[Change], cap: int, show_detail: bool = True) -> l
 
 
 def render(key: str, header: dict[str, Any], records: list[Record], comparison: Comparison | None,
-           links: Links = Links(), base_records: list[Record] | None = None, limit: int = LIMIT) -> str:
+           links: Links = Links(), base_records: list[Record] | None = None, limit: int = LIMIT, no_base_reason: str = "") -> str:
     fails = failures(records)
     verdict = "✅ no unexpected failures" if not fails else f"❌ {len(fails)} unexpected failure(s)"
     out = [marker(key), f"## bti `{key}`: {verdict}", ""]
@@ -82,7 +82,8 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
                 f"**{c['new_failures']}** new failure(s) · **{c['fixed']}** fixed · {c['status_changes']} other status change(s) · "
                 f"{c['drift']} numeric drift · {c['latency']} latency regression(s) · {c['added']} added · {c['removed']} removed", ""]
     else:
-        out += ["_No base results to compare against._", ""]
+        why = f": {safe.inline(no_base_reason, 300)}" if no_base_reason else ""
+        out += [f"_No base results to compare against{why}._", ""]
     base_rates = by_recipe({}, base_records) if base_records else {}
     out += ["### Pass rate per recipe", "", "| recipe | passed | ran | rate | vs base |", "|---|---:|---:|---:|---:|"]
     for name, s in by_recipe(header, records).items():

@@ -7,6 +7,8 @@ comment, a check run (summary, text, annotations), the job summary or a commit s
 * ``@user`` and ``@org/team`` never ping: a word joiner (U+2060) follows the ``@``;
 * HTML never renders: ``&``, ``<`` and ``>`` are escaped, so ``<!--`` cannot hide the rest of a comment
   or forge another key's bti marker, and ``<img>``/``<details>`` stay text;
+* no link, image or cross-reference: ``[``/``]`` are escaped (so ``[approve](https://…)`` and ``![](…)``
+  stay text) and ``#123`` gets a word joiner after the ``#``, so no backlink lands in another issue;
 * nothing breaks out of a code span: backticks become ``'``;
 * a table cell stays one cell: ``|`` is escaped and line breaks become spaces;
 * control characters (NUL, ESC, …) and lone surrogates are dropped.
@@ -18,6 +20,7 @@ import re
 
 WORD_JOINER = "\u2060"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_-])")
+_ISSUE_REF = re.compile(r"#(?=\d)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 
 
@@ -28,13 +31,14 @@ def _clean(text: object, limit: int | None) -> str:
 
 def plain(text: object, limit: int | None = None) -> str:
     """One line of plain text (commit-status descriptions, annotation titles and messages)."""
-    return _MENTION.sub("@" + WORD_JOINER, _clean(text, limit))
+    return _ISSUE_REF.sub("#" + WORD_JOINER, _MENTION.sub("@" + WORD_JOINER, _clean(text, limit)))
 
 
 def inline(text: object, limit: int | None = None) -> str:
     """One line of Markdown text, e.g. an error message in a table cell."""
     s = _clean(text, limit).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MENTION.sub("@" + WORD_JOINER, s.replace("`", "'").replace("|", "\\|"))
+    s = s.replace("`", "'").replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+    return _ISSUE_REF.sub("#" + WORD_JOINER, _MENTION.sub("@" + WORD_JOINER, s))
 
 
 def code(text: object, limit: int | None = None) -> str:

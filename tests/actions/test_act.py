@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.act
 
 CALLER = "vendor-a/npu-backend"
 WEBHOOKS = ROOT / "tests" / "fixtures" / "github-webhooks"
+GOLDEN = ROOT / "tests" / "golden"
 
 
 @pytest.fixture(scope="session")
@@ -40,11 +42,11 @@ def fake(httpserver) -> FakeGitHub:
 
 
 class Scenario:
-    def __init__(self, home: Path, tmp: Path, workflow: str) -> None:
+    def __init__(self, home: Path, tmp: Path, workflow: str, text: str | None = None) -> None:
         self.home, self.tmp = home, tmp
         bti_sha = git(home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
         files = {p.relative_to(HERE / "caller"): p for p in (HERE / "caller").rglob("*") if p.is_file()}
-        src = (HERE / "workflows" / workflow).read_text().replace("BTI_SHA", str(bti_sha))
+        src = (text or (HERE / "workflows" / workflow).read_text()).replace("BTI_SHA", str(bti_sha))
         (tmp / "wf").mkdir(parents=True, exist_ok=True)
         (tmp / "wf" / workflow).write_text(src)
         files[Path(".github/workflows") / workflow] = tmp / "wf" / workflow
@@ -85,8 +87,8 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def scenario(act_home: Path, tmp_path: Path):
-    def make(workflow: str) -> Scenario:
-        return Scenario(act_home, tmp_path, workflow)
+    def make(workflow: str, text: str | None = None) -> Scenario:
+        return Scenario(act_home, tmp_path, workflow, text)
     return make
 
 
@@ -186,13 +188,28 @@ def test_c_shard_that_dies_before_uploading(scenario, fake: FakeGitHub) -> None:
     assert not fake.comments and not fake.check_runs  # nothing claims a result for half a run
 
 
+def _base_artifact(recipes: str, shards: int) -> str:
+    """The merged artifact a run of the same call on the base branch uploads (plan's prefix: key + hash of what is run)."""
+    what = "|".join([recipes, "suites/tiny.yaml", "", str(shards), "", "./plugin", "recipes", "", ""])
+    return f"bti-bti-{hashlib.sha256(what.encode()).hexdigest()[:8]}-merged"
+
+
 @pytest.mark.parametrize("labels", ["self-hosted", '["self-hosted", "linux", "acme-npu"]'], ids=["string", "json"])
 def test_e_runner_labels_as_string_or_json(scenario, fake: FakeGitHub, labels: str) -> None:
+    # the base branch's last run left its merged results, where relu failed: the comment shows the fix
+    header = json.loads((GOLDEN / "results.jsonl").read_text().splitlines()[0])
+    base = [{"kind": "result", "id": f"op.{op}.a[float32,static]@portable", "case": f"op.{op}.a", "recipe": "portable",
+             "status": "FAIL_MISMATCH" if op == "relu" else "PASS", "detail": "", "axes": {"dtype": "float32", "shape": "static"}}
+            for op in ("mul", "add", "relu", "neg")]
+    fake.add_artifact(_base_artifact("portable", 1), "master",
+                      {"results.jsonl": ("\n".join(json.dumps(x) for x in [header, *base]) + "\n").encode()})
     _, run = _call(scenario, fake, recipes="portable", shards=1, labels=labels)
     assert run.jobs and all(r == "success" for r in run.jobs.values()), run.jobs
     assert run.marked("call/after", "BTI-OUTPUTS")[0]["failed"] == "0"
     (check,) = fake.check_runs.values()
     assert check["conclusion"] == "success"
+    (body,) = [c["body"] for c in fake.comments[7]]
+    assert "**0** new failure(s) · **1** fixed" in body and "`op.relu.a[float32,static]@portable`" in body, body[:1500]
 
 
 def test_g_two_calls_in_one_caller_run(scenario, fake: FakeGitHub) -> None:
@@ -204,6 +221,8 @@ def test_g_two_calls_in_one_caller_run(scenario, fake: FakeGitHub) -> None:
     assert {n.split("-")[1] for n in names} == {"fp32", "plugin"}
     keys = sorted(re.search(r"bti:comment:(\S+) ", c["body"]).group(1) for c in fake.comments[7])
     assert keys == ["fp32", "plugin"]
+    # no base branch run yet: each comment says so, naming the artifact it looked for
+    assert all("_No base results to compare against: no unexpired bti-" in c["body"] for c in fake.comments[7])
     assert sorted(c["name"] for c in fake.check_runs.values()) == ["bti/fp32", "bti/plugin"]
 
 
@@ -328,3 +347,18 @@ def test_dispatched_upstream_commit_is_what_is_tested(scenario, httpserver, act_
         assert run.jobs == {job: "success"}, run.jobs  # publishing is best effort: a refusal warns
         assert f"refusing to post on pytorch/tinyup@{head[:12]}: the results were produced with tinyup None" in run.log
         assert not fake.check_runs and not fake.statuses
+
+
+def test_readme_vendor_snippet_runs_as_written(scenario, fake: FakeGitHub) -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("### Joining from a vendor repo", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert "@" + "0" * 40 in block
+    sc = scenario("bti.yml", block.replace("0" * 40, "BTI_SHA"))
+    run = sc.run("pull_request", sc.pull_request_event(), fake)
+    assert run.jobs and all(r == "success" for r in run.jobs.values()), run.jobs
+    merged = next(p for p in run.artifacts.iterdir() if p.name.endswith("-merged"))
+    recs = _records(merged / "results.jsonl")
+    assert recs and {r["recipe"] for r in recs} == {"acme-npu"} and all(r["status"] == "PASS" for r in recs)
+    assert all(r["backend"] == "fault" for r in recs)  # the plugin from the vendor's repo ran
+    (body,) = [c["body"] for c in fake.comments[7]]
+    assert "✅ no unexpected failures" in body
