@@ -185,9 +185,9 @@ class FakeGitHub:
             headers["Link"] = f'<{self.url(f"/repos/{name}/issues/{n}/comments")}?per_page={per_page}&page={page + 1}>; rel="next"'
         return self.json([self.comment_json(n, c["id"], c["body"]) for c in chunk], headers=headers)
 
-    def add_artifact(self, name: str, branch: str, files: dict[str, bytes], expired: bool = False) -> int:
+    def add_artifact(self, name: str, branch: str, files: dict[str, bytes], expired: bool = False, fork: bool = False) -> int:
         aid = next(self.ids)
-        self.artifacts.insert(0, {"id": aid, "name": name, "branch": branch, "files": files, "expired": expired})
+        self.artifacts.insert(0, {"id": aid, "name": name, "branch": branch, "files": files, "expired": expired, "fork": fork})
         return aid
 
     def list_artifacts(self, req: Request, body: Any, name: str) -> Response:
@@ -196,7 +196,8 @@ class FakeGitHub:
                  "url": self.url(f"/repos/{name}/actions/artifacts/{a['id']}"), "expired": a["expired"],
                  "archive_download_url": self.url(f"/repos/{name}/actions/artifacts/{a['id']}/zip"),
                  "created_at": "2026-11-01T00:00:00Z", "expires_at": "2026-12-01T00:00:00Z", "updated_at": "2026-11-01T00:00:00Z",
-                 "workflow_run": {"id": a["id"] + 1, "repository_id": 1, "head_repository_id": 1, "head_branch": a["branch"],
+                 "workflow_run": {"id": a["id"] + 1, "repository_id": 1, "head_repository_id": 2 if a["fork"] else 1,
+                                  "head_branch": a["branch"],
                                   "head_sha": "0" * 40}}
                 for a in self.artifacts if wanted in (None, a["name"])]
         return self.json({"total_count": len(arts), "artifacts": arts})

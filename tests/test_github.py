@@ -236,6 +236,7 @@ def test_fetch_base_takes_the_newest_artifact_of_the_base_branch(fake: FakeGitHu
     fake.add_artifact("bti-k-1234-merged", "main", {"results.jsonl": golden, "junit.xml": b"<x/>"})
     fake.add_artifact("bti-k-1234-merged", "feature", {"results.jsonl": b"not the base"})
     fake.add_artifact("bti-k-1234-merged", "main", {"results.jsonl": b"expired"}, expired=True)
+    fake.add_artifact("bti-k-1234-merged", "main", {"results.jsonl": b"a fork's branch called main"}, fork=True)
     out = tmp_path / "out.txt"
     res = bti("fetch-base", "--repo", fake.repo, "--name", "bti-k-1234-merged", "--branch", "main", "-o", str(tmp_path / "base"),
               "--github-output", str(out), env=env)

@@ -74,3 +74,15 @@ def test_send_to_loopback_relay(httpserver, bti, tmp_path: Path) -> None:
     out = tmp_path / "p.json"
     assert bti("relay", "payload", str(GOLDEN), "--job-name", "j", "-o", str(out)).code == 0
     assert json.loads(out.read_text())["test_counts"]["failed"] == 3
+
+
+def test_send_refuses_to_report_an_upstream_commit_that_did_not_run(bti, tmp_path: Path) -> None:
+    lines = GOLDEN.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["upstream"] = {"repo": "pytorch/executorch", "sha": "a" * 40, "installed": {"package": "executorch", "version": "1.4.1", "commit": None}}
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    res = bti("relay", "send", str(path), "--url", "https://relay.example/cb", "--job-name", "j")
+    assert res.code == 2 and "refusing to post on pytorch/executorch@aaaaaaaaaaaa" in res.err
+    evil = bti("relay", "send", str(GOLDEN), "--url", "http://localhost.evil.example/cb", "--job-name", "j")
+    assert evil.code == 2 and "expected https://" in evil.err

@@ -313,9 +313,14 @@ def relay_send(results: Path, job_name: str, artifact_url: str | None, status: s
     """POST the callback to the relay; a 5xx is tried once more; any other failure is one line."""
     import requests
 
-    body = _relay_payload(results, job_name, artifact_url, status)
-    if not url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not (parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"))):
         raise UserError(f"--url {url!r}: expected https:// (or a loopback http:// address)")
+    header = _read(results)[0]  # a callback about the upstream commit makes the same claim as a check on it
+    _refuse_untested_upstream(header, str((header.get("upstream") or {}).get("sha") or ""))
+    body = _relay_payload(results, job_name, artifact_url, status)
     headers = {"Authorization": f"Bearer {os.environ[token_env]}"} if os.environ.get(token_env) else {}
     for attempt in (1, 2):
         try:

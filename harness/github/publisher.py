@@ -194,9 +194,10 @@ class Publisher:
         """The ``results.jsonl`` of the newest unexpired artifact ``name`` from a run on ``branch``,
         extracted to ``dest``: (path, "") or (None, why there is none)."""
         repo = self.repo
-        for art in call(f"list artifacts named {name}", lambda: list(itertools.islice(repo.get_artifacts(name=name), 100))):
+        for art in call(f"list artifacts named {name}", lambda: list(itertools.islice(repo.get_artifacts(name=name), 500))):
             run = art.workflow_run
-            if art.expired or run is None or run.head_branch != branch:
+            # a run on that branch of this repository: a fork's branch of the same name is not the base
+            if art.expired or run is None or run.head_branch != branch or run.head_repository_id != run.repository_id:
                 continue
             if art.size_in_bytes > max_bytes:
                 return None, f"the newest {name} artifact on {branch} is {art.size_in_bytes} bytes, over {max_bytes}"

@@ -190,7 +190,7 @@ def test_c_shard_that_dies_before_uploading(scenario, fake: FakeGitHub) -> None:
 
 def _base_artifact(recipes: str, shards: int) -> str:
     """The merged artifact a run of the same call on the base branch uploads (plan's prefix: key + hash of what is run)."""
-    what = "|".join([recipes, "suites/tiny.yaml", "", str(shards), "", "./plugin", "recipes", "", ""])
+    what = "|".join([recipes, "suites/tiny.yaml", "", str(shards), "", "./plugin", "recipes", "", "", ""])
     return f"bti-bti-{hashlib.sha256(what.encode()).hexdigest()[:8]}-merged"
 
 
@@ -226,12 +226,15 @@ def test_g_two_calls_in_one_caller_run(scenario, fake: FakeGitHub) -> None:
     assert sorted(c["name"] for c in fake.check_runs.values()) == ["bti/fp32", "bti/plugin"]
 
 
-def test_h_fork_pr_read_only_token(scenario, fake: FakeGitHub) -> None:
+def test_h_fork_pr_read_only_token(scenario, fake: FakeGitHub, act_home: Path) -> None:
     for method in ("POST", "PATCH"):
         fake.inject(method, r"/repos/.*", 403, times=100)
     fake.faults = [dataclasses.replace(f, body={"message": "Resource not accessible by integration"}) for f in fake.faults]
+    # GitHub gives a fork PR's run no OIDC token: the caller pins bti-ref to the sha of its uses: line
     label = "bti: run on self-hosted"
-    _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True, variables={"FORK_PRS": "label"}, labels_on_pr=(label,))
+    bti_sha = git(act_home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
+    _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True, oidc=False, labels_on_pr=(label,),
+                   variables={"FORK_PRS": "label", "BTI_REF": bti_sha})
     merge = _job(run, "merge")
     assert run.jobs[merge] == "success" and run.marked("call/after", "BTI-RESULT") == ["success"], run.jobs
     assert run.steps(merge)["Publish"] == "success" and run.steps(merge)["Verdict"] == "success"
@@ -301,7 +304,7 @@ def test_unpinned_bti_is_refused_before_any_runner_job(scenario, fake: FakeGitHu
 
 def test_fork_pr_does_not_reach_self_hosted_runners_without_the_label(scenario, fake: FakeGitHub) -> None:
     _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True, variables={"FORK_PRS": "label"},
-                   labels_on_pr=("unrelated",))
+                   labels_on_pr=("unrelated",), oidc=False)
     plan = _job(run, "plan")
     assert run.code != 0 and run.jobs == {plan: "failure"}, run.jobs
     assert run.steps(plan)["Fork pull requests"] == "failure"
