@@ -311,9 +311,9 @@ def relay_payload(results: Path, job_name: str, artifact_url: str | None, status
 @click.option("--token-env", default="BTI_RELAY_TOKEN", show_default=True, help="Environment variable with a bearer token (optional).")
 def relay_send(results: Path, job_name: str, artifact_url: str | None, status: str, url: str, token_env: str) -> None:
     """POST the callback to the relay; a 5xx is tried once more; any other failure is one line."""
-    import requests
-
     from urllib.parse import urlsplit
+
+    import requests
 
     parts = urlsplit(url)
     if not (parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"))):
