@@ -103,7 +103,7 @@ def main() -> int:
             # the unit is one lowered-and-run program (an upstream test may run several as subtests)
             files = None if ns.upstream_files == "all" else ns.upstream_files.split(",")
             n_up, wall_up = upstream(files, ns.jobs)
-            filters = [a for f in files or [] for a in ("-k", f"op.{f}.*")]
+            filters = [a for f in files or [] for a in ("-k", f"upstream.{f}.*")]
             wall = bti(["run", "-s", "executorch-upstream-ops", "-r", "xnnpack", *filters, "-j", str(ns.jobs), "--no-reuse",
                         "-o", str(t / "up")])
             up_recs = [r for r in records(t / "up" / "results.jsonl") if r["status"] not in ("SKIP", "UNAVAILABLE")]
@@ -113,7 +113,7 @@ def main() -> int:
                          + (f"operators/test_{{{','.join(files)}}}.py" if files else "operators/")))
             rows.append(("bti, same upstream cases (cold)", f"{60 * programs / wall:.1f}",
                          f"{programs} items in {wall:.0f} s: bti run -s executorch-upstream-ops -r xnnpack "
-                         + ("-k 'op.<file>.*' " if files else "") + f"-j {ns.jobs} --no-reuse"))
+                         + ("-k 'upstream.<file>.*' " if files else "") + f"-j {ns.jobs} --no-reuse"))
             rows.append(("  ratio bti / upstream", f"{wall_up / wall:.1f}x", "same cases, same flow, both with 2 workers"))
         common = ["run", "-s", ns.suite, "-r", ns.recipe, "-j", str(ns.jobs)]
         wall_cold = bti([*common, "--no-reuse", "-o", str(t / "cold")])

@@ -257,7 +257,7 @@ def render(result: dict[str, Any]) -> str:
     acc = result.get("accuracy")
     if acc:
         for c in acc["cases"]:
-            worst = max(c["outputs"], key=lambda s: float(s.get("max_abs", 0) or 0), default={})
+            worst: dict[str, Any] = max(c["outputs"], key=lambda s: float(s.get("max_abs", 0) or 0), default={})
             verified = "" if "runtime_verified" not in c else f"; runtime check {'passed' if c['runtime_verified'] else 'FAILED'}"
             lines.append(f"  case {c['case']}    {'ok' if c['ok'] else 'MISMATCH'}: max_abs {_g(worst.get('max_abs'))}, "
                          f"sqnr {_g(worst.get('sqnr_db'), 4)} dB, cosine {_g(worst.get('cosine'), 6)}{verified}"

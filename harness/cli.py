@@ -70,8 +70,12 @@ def cli() -> None:
 @click.option("--max-items-per-worker", type=click.IntRange(1), default=400, show_default=True, help="Recycle a worker after this many items.")
 @click.option("--max-worker-growth-mb", type=float, default=1024.0, show_default=True, help="Recycle a worker after this RSS growth.")
 @click.option("--no-report", is_flag=True, help="Only write the JSONL.")
-@click.option("--bundle", is_flag=True, help="Also write each ExecuTorch item's .pte and bundled program (.bpte: inputs + "
-              "eager reference outputs) to OUT_DIR/programs/ for `bti bench` or a device. Runs cached items again.")
+@click.option("--bundle", is_flag=True, help="Also write each item's device bundle (ExecuTorch: .pte and bundled program, "
+              ".bpte: inputs + eager reference outputs) to OUT_DIR/programs/ for `bti bench` or a device. Runs cached items again.")
+@click.option("--rerun-failures", type=click.IntRange(0, 10), default=0, show_default=True,
+              help="Re-run each failing item up to N times in a fresh worker; items whose attempts disagree are FLAKY.")
+@click.option("--control", default="portable", show_default=True,
+              help="Triage: a failure this recipe (when in the run) shares on the same case is marked upstream.")
 @click.option("--upstream-repo", help="Upstream owner/name being tested (recorded in the header).")
 @click.option("--upstream-sha", help="Upstream commit (40 hex).")
 @click.option("--upstream-pr", type=int, help="Upstream pull request number.")
@@ -96,6 +100,7 @@ def run(**kw: Any) -> None:
         shard=kw["shard"], durations=kw["durations"], upstream=upstream, speedups=not kw["no_speedups"],
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
         bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
+        control=kw["control"] or None, rerun_failures=kw["rerun_failures"],
     )
     bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
     try:
@@ -108,7 +113,11 @@ def run(**kw: Any) -> None:
         # variables, e.g. $GITHUB_STEP_SUMMARY), run in this process to save an interpreter start.
         # The job summary is `bti report --step-summary`'s business (the composite action calls it): not
         # appended here too, even when $GITHUB_STEP_SUMMARY is set.
-        report.main([str(jsonl), "--out-dir", str(out_dir), "--step-summary", os.devnull, "--quiet"], standalone_mode=False)
+        try:
+            report.main([str(jsonl), "--out-dir", str(out_dir), "--step-summary", os.devnull, "--quiet"], standalone_mode=False)
+        except UserError as exc:  # a report failed: still give the verdict, then exit 2 naming the writer
+            _verdict(jsonl, result.executed, result.reused)
+            raise exc from None
     code = _verdict(jsonl, result.executed, result.reused)
     raise SystemExit(code)
 

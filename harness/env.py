@@ -32,6 +32,26 @@ def installed(package: str) -> dict[str, Any]:
             "url": direct.get("url")}
 
 
+# Packages a verdict can depend on beside torch and executorch: each is in the cache key.
+VERDICT_PACKAGES = ("torch", "executorch", "torchao", "openvino", "nncf", "transformers", "torchvision", "timm",
+                    "onnxruntime", "onnxscript", "numpy")
+
+
+def verdict_versions() -> dict[str, str]:
+    """The installed version of each of ``VERDICT_PACKAGES`` (``not installed`` if absent)."""
+    return {name: _pkg(name) for name in VERDICT_PACKAGES}
+
+
+def module_distribution(module: str) -> str | None:
+    """``name==version`` of the installed distribution that provides top-level ``module``, if any
+    (a backend plugin given as ``module:Class`` or by entry point)."""
+    from importlib.metadata import packages_distributions
+
+    top = module.split(".", 1)[0]
+    names = packages_distributions().get(top) or []
+    return f"{names[0]}=={_pkg(names[0])}" if names else None
+
+
 def _cpu() -> str:
     try:
         with open("/proc/cpuinfo") as fh:
@@ -52,6 +72,34 @@ def rss_mb() -> float:
 def peak_rss_mb() -> float:
     """This process's peak resident set size so far, in MiB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class PeakMeter:
+    """This process's own peak RSS over a span, not since the process began: Linux resets the
+    high-water mark (VmHWM) when ``5`` is written to ``/proc/self/clear_refs``. ``start()`` resets,
+    ``peak()`` reads it. Where the reset is refused, falls back to the process's peak (then the
+    figure only ever rises, and ``exact`` is False)."""
+
+    def __init__(self) -> None:
+        self.exact = True
+
+    def start(self) -> None:
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+        except OSError:
+            self.exact = False
+
+    def peak(self) -> float:
+        if self.exact:
+            try:
+                with open("/proc/self/status") as fh:
+                    for line in fh:
+                        if line.startswith("VmHWM:"):
+                            return round(int(line.split()[1]) / 1024.0, 1)
+            except OSError:
+                pass
+        return round(peak_rss_mb(), 1)
 
 
 def versions() -> dict[str, str]:

@@ -1,27 +1,35 @@
-"""Recipes: one YAML file per lowering flow (torch-free).
+"""Recipes: one YAML file per flow (torch-free, apart from the backend's own option parser).
 
 ```yaml
 name: xnnpack-int8-static-per-channel
 description: XNNPACK, int8 static quantization (pt2e), per-channel weights
 backend: executorch                 # a registered backend (harness.backends) or "module:Class"
-partitioners: [xnnpack]             # backend-specific options follow
+partitioners: [xnnpack]             # the backend's own options: it parses them (Backend.parse_options)
 quantize: {quantizer: xnnpack, per_channel: true, dynamic: false}
 dtypes: [float32]                   # optional: other dtypes are SKIP for this recipe
 shapes: [static, dynamic]           # optional
+capabilities: {ranks: [1, 4], quantization: [int8]}  # optional: items outside are SKIP, naming the capability
 runtime: {warmup: 1, repeats: 5}
 requires:                           # all must hold, else UNAVAILABLE with the reason
   modules: [openvino]               #   importable python modules
   runtime_backends: [OpenvinoBackend]  # registered in the executorch runtime
   env: [QNN_SDK_ROOT]               #   environment variables
-tolerances:                         # per dtype, plus "quantized" (used when quantize is set)
+tolerances:                         # per dtype, plus "quantized" (used when the recipe quantizes)
   float32: {atol: 1.0e-4, rtol: 1.0e-4}
   float16: {atol: 1.0e-2, rtol: 1.0e-2, sqnr_db: 40}
   quantized: {sqnr_db: 12}
 skip:  [{match: "op.foo.*", reason: "why"}]      # fnmatch on "<case>[<dtype>,<shape>]"
-xfail: [{match: "op.max_pool2d.*", reason: "upstream bug #123"}]  # add `delegated_only: true` to expect
-                                    # the failure only when the delegate took part of the graph, and
-                                    # `unless: [globs]` to except items from `match`
+xfail:                              # each rule names the failure it expects
+  - {match: "op.max_pool2d.*", status: FAIL_LOWER, message: "IndexError", reason: "upstream bug #123"}
+expect:                             # what must be delegated; a silent fallback is FAIL_DELEGATION
+  - {match: "op.add.*", delegated_ops: [aten.add.Tensor], min_delegated_pct: 100}
 ```
+
+Rules (``skip``, ``xfail``, ``expect``) take ``suite:`` (a glob on the suite name) and ``unless:``
+(globs excepted from ``match``). An xfail rule's ``status`` is one status or a list; ``message`` is
+a regular expression searched in the failure's message; ``delegated_only: true`` expects the failure
+only when the delegate took part of the graph. A listed item that fails any other way is a failure,
+reported with the xfail reason beside it.
 
 An output passes when every criterion its tolerance defines holds: ``|out-ref| <= atol + rtol*|ref|``
 element-wise (when atol or rtol is set) and SQNR >= ``sqnr_db`` (when set). Integer and bool
@@ -31,18 +39,26 @@ outputs must match exactly unless the recipe sets ``int``/``bool`` tolerances.
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import RecipeError
 from harness.spec.case import ALL_DTYPES, SHAPES, stable_hash
+from harness.status import Status
 
-RECIPE_KEYS = {
-    "name", "description", "backend", "partitioners", "quantize", "dtypes", "shapes", "runtime", "requires",
-    "tolerances", "skip", "xfail", "options", "compile_specs", "edge_compile",
-}
+if TYPE_CHECKING:
+    from harness.spec.case import Item
+
+# Keys every recipe may have; anything else belongs to the backend, which parses it.
+RECIPE_KEYS = frozenset({
+    "name", "description", "backend", "dtypes", "shapes", "capabilities", "runtime", "requires", "tolerances",
+    "skip", "xfail", "expect",
+})
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "float32": {"atol": 1e-4, "rtol": 1e-4},
     "float16": {"atol": 1e-2, "rtol": 1e-2},
@@ -50,68 +66,129 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "quantized": {"sqnr_db": 10.0},
     "int": {"atol": 0.0, "rtol": 0.0},
 }
+TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db")
+XFAIL_STATUSES = frozenset(s for s in Status if s.is_failure and s not in (Status.XPASS, Status.ERROR))
 
 
 @dataclass(frozen=True)
 class Rule:
-    match: str
-    reason: str
-    delegated_only: bool = False  # xfail only when the delegate took part of the graph
-    unless: tuple[str, ...] = ()  # globs excepted from ``match``
+    """One ``skip``/``xfail``/``expect`` entry. ``applies`` matches the item key and suite."""
 
-    def applies(self, key: str, delegated: bool | None = None) -> bool:
+    match: str
+    reason: str = ""
+    suite: str = "*"
+    unless: tuple[str, ...] = ()  # globs excepted from ``match``
+    delegated_only: bool = False  # xfail: only when the delegate took part of the graph
+    statuses: frozenset[Status] = frozenset()  # xfail: the failure(s) expected
+    message: re.Pattern[str] | None = field(default=None, compare=False)  # xfail: searched in the error message
+    delegated_ops: tuple[str, ...] = ()  # expect
+    min_delegated_pct: float | None = None  # expect
+
+    def applies(self, key: str, suite: str = "", delegated: bool | None = None) -> bool:
         if self.delegated_only and delegated is False:
             return False
+        if suite and not fnmatch.fnmatchcase(suite, self.suite):
+            return False
         return fnmatch.fnmatchcase(key, self.match) and not any(fnmatch.fnmatchcase(key, u) for u in self.unless)
+
+    def expects(self, status: Status, message: str) -> bool:
+        """Whether a failure with this status and message is the one this xfail rule names."""
+        if status not in self.statuses:
+            return False
+        return self.message is None or self.message.search(message) is not None
+
+    def describe(self) -> str:
+        what = "|".join(sorted(s.value for s in self.statuses))
+        return what + (f" matching /{self.message.pattern}/" if self.message is not None else "")
+
+
+@dataclass(frozen=True)
+class Requires:
+    modules: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    runtime_backends: tuple[str, ...] = ()  # registered in the ExecuTorch runtime
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend supports; items outside are SKIP naming the capability (empty: anything)."""
+
+    ranks: tuple[int, ...] = ()
+    dynamic: bool = True
+    quantization: tuple[str, ...] = ()  # e.g. int8, int4: schemes the backend accepts
+
+
+@dataclass(frozen=True)
+class Runtime:
+    warmup: int = 1
+    repeats: int = 3
 
 
 @dataclass(frozen=True)
 class Recipe:
     name: str
     backend: str
-    raw: dict[str, Any] = field(hash=False, compare=False)
+    raw: dict[str, Any] = field(hash=False, compare=False)  # as written: its hash keys the cache
     description: str = ""
     path: str = ""
+    options: Any = field(default=None, hash=False, compare=False)  # the backend's frozen options object
+    dtypes: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    capabilities: Capabilities = Capabilities()
+    runtime: Runtime = Runtime()
+    requires: Requires = Requires()
+    tolerances: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False, compare=False)
     skip: tuple[Rule, ...] = ()
     xfail: tuple[Rule, ...] = ()
+    expect: tuple[Rule, ...] = ()
+    options_error: str | None = None  # the backend could not be loaded to parse its options
 
     @property
     def hash(self) -> str:
         return stable_hash(self.raw)
 
     @property
-    def quantize(self) -> dict[str, Any] | None:
-        return self.raw.get("quantize") or None
+    def quantized(self) -> bool:
+        """Whether the backend quantizes (its options say so): picks the ``quantized`` tolerance."""
+        return bool(getattr(self.options, "quantized", False))
 
     @property
-    def runtime(self) -> dict[str, Any]:
-        return {"warmup": 1, "repeats": 3, **(self.raw.get("runtime") or {})}
+    def quantization(self) -> str | None:
+        """The quantization scheme (``int8`` ...) the backend's options name, if any."""
+        return getattr(self.options, "scheme", None) if self.quantized else None
 
     def tolerance(self, dtype: str) -> dict[str, float]:
-        tols = {**DEFAULT_TOLERANCES, **(self.raw.get("tolerances") or {})}
-        if self.quantize and dtype in ("float32", "float16", "bfloat16"):
+        tols = {**DEFAULT_TOLERANCES, **self.tolerances}
+        if self.quantized and dtype in ("float32", "float16", "bfloat16"):
             return dict(tols["quantized"])
         if dtype in ("bool",) or dtype.startswith(("int", "uint")):
             return dict(tols.get(dtype) or tols["int"])
         return dict(tols.get(dtype) or tols["float32"])
 
-    def skip_reason(self, key: str, dtype: str, shape: str) -> str | None:
-        dtypes = self.raw.get("dtypes")
-        if dtypes and dtype not in dtypes:
-            return f"recipe {self.name} runs dtypes {', '.join(dtypes)}, not {dtype}"
-        shapes = self.raw.get("shapes")
-        if shapes and shape not in shapes:
-            return f"recipe {self.name} runs {', '.join(shapes)} shapes, not {shape}"
+    def skip_reason(self, item: Item) -> str | None:
+        dtype, shape = item.axes.dtype, item.axes.shape
+        if self.dtypes and dtype not in self.dtypes:
+            return f"recipe {self.name} runs dtypes {', '.join(self.dtypes)}, not {dtype}"
+        if self.shapes and shape not in self.shapes:
+            return f"recipe {self.name} runs {', '.join(self.shapes)} shapes, not {shape}"
+        caps = self.capabilities
+        if shape == "dynamic" and not caps.dynamic:
+            return f"capability: recipe {self.name} does not support dynamic shapes"
+        rank = item.case.spec.get("rank") if isinstance(item.case.spec, dict) else None
+        if caps.ranks and isinstance(rank, int) and rank not in caps.ranks:
+            return f"capability: recipe {self.name} supports ranks {', '.join(map(str, caps.ranks))}, not {rank}"
+        if caps.quantization and self.quantization and self.quantization not in caps.quantization:
+            return f"capability: recipe {self.name} supports quantization {', '.join(caps.quantization)}, not {self.quantization}"
         for rule in self.skip:
-            if rule.applies(key):
+            if rule.applies(item.group, item.case.suite):
                 return rule.reason
         return None
 
-    def xfail_reason(self, key: str, delegated: bool | None = None) -> str | None:
-        for rule in self.xfail:
-            if rule.applies(key, delegated):
-                return rule.reason
-        return None
+    def xfail_rule(self, key: str, suite: str = "", delegated: bool | None = None) -> Rule | None:
+        return next((rule for rule in self.xfail if rule.applies(key, suite, delegated)), None)
+
+    def expectation(self, key: str, suite: str = "") -> Rule | None:
+        return next((rule for rule in self.expect if rule.applies(key, suite)), None)
 
 
 def recipe_dirs() -> list[Path]:
@@ -162,45 +239,182 @@ def parse_recipe(path: Path) -> Recipe:
     loc = where(raw, str(path))
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}:1: a recipe must be a mapping")
-    unknown = set(raw) - RECIPE_KEYS
-    if unknown:
-        raise RecipeError(f"{loc}: unknown recipe key(s): {', '.join(sorted(unknown))}")
+
+    def at(key: str) -> str:
+        return where(raw, str(path), key)
+
     name = raw.get("name") or path.stem
     backend = raw.get("backend")
     if not isinstance(backend, str) or not backend:
         raise RecipeError(f"{loc}: recipe {name} needs `backend:`")
     for key, allowed in (("dtypes", ALL_DTYPES), ("shapes", SHAPES)):
-        for v in raw.get(key) or []:
+        for v in _list(raw.get(key), at(key), key):
             if v not in allowed:
-                raise RecipeError(f"{loc}: unknown {key[:-1]} {v!r} in `{key}`")
-    for dtype, tol in (raw.get("tolerances") or {}).items():
-        if not isinstance(tol, dict) or set(tol) - {"atol", "rtol", "sqnr_db"}:
-            raise RecipeError(f"{loc}: tolerances.{dtype} takes atol, rtol, sqnr_db")
+                raise RecipeError(f"{at(key)}: unknown {key[:-1]} {v!r} in `{key}`")
+    tolerances = _tolerances(raw.get("tolerances"), at("tolerances"))
+    options, options_error = _backend_options(backend, {k: v for k, v in raw.items() if k not in RECIPE_KEYS}, raw, path)
     return Recipe(
         name=str(name),
         backend=backend,
         raw=_plain(raw),
         description=str(raw.get("description", "")),
         path=str(path),
-        skip=_rules(raw.get("skip"), loc, "skip"),
-        xfail=_rules(raw.get("xfail"), loc, "xfail"),
+        options=options,
+        options_error=options_error,
+        dtypes=tuple(map(str, raw.get("dtypes") or ())),
+        shapes=tuple(map(str, raw.get("shapes") or ())),
+        capabilities=_capabilities(raw.get("capabilities"), at("capabilities")),
+        runtime=_runtime(raw.get("runtime"), at("runtime")),
+        requires=_requires(raw.get("requires"), at("requires")),
+        tolerances=tolerances,
+        skip=_rules(raw.get("skip"), at("skip"), "skip"),
+        xfail=_rules(raw.get("xfail"), at("xfail"), "xfail"),
+        expect=_rules(raw.get("expect"), at("expect"), "expect"),
     )
 
 
+def _backend_options(backend: str, rest: dict[str, Any], raw: Any, path: Path) -> tuple[Any, str | None]:
+    """The backend parses its own keys (unknown ones are its error, with file:line). A backend
+    that cannot be loaded here leaves the options unparsed: its items are UNAVAILABLE with why."""
+    from harness.backends import get_backend
+    from harness.spec.yamlload import where
+
+    try:
+        impl = get_backend(backend)
+    except RecipeError as exc:
+        return None, exc.one_line()
+    return impl.parse_options(rest, lambda key=None: where(raw, str(path), key)), None
+
+
+def _list(value: Any, loc: str, key: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RecipeError(f"{loc}: `{key}` takes a list")
+    return value
+
+
+def _number(value: Any, loc: str, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(float(value)):
+        raise RecipeError(f"{loc}: {what} must be a number, not {value!r}")
+    return float(value)
+
+
+def _tolerances(raw: Any, loc: str) -> dict[str, dict[str, float]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{loc}: `tolerances` maps a dtype (or quantized, int) to {{atol, rtol, sqnr_db}}")
+    out: dict[str, dict[str, float]] = {}
+    for dtype, tol in raw.items():
+        if dtype not in (*ALL_DTYPES, "quantized", "int"):
+            raise RecipeError(f"{loc}: unknown dtype {dtype!r} in `tolerances`")
+        if not isinstance(tol, dict) or set(tol) - set(TOLERANCE_KEYS) - {"shape_only"}:
+            raise RecipeError(f"{loc}: tolerances.{dtype} takes atol, rtol, sqnr_db")
+        vals = {k: _number(v, loc, f"tolerances.{dtype}.{k}") for k, v in tol.items() if k in TOLERANCE_KEYS}
+        if any(v < 0 for k, v in vals.items() if k != "sqnr_db"):
+            raise RecipeError(f"{loc}: tolerances.{dtype}: atol and rtol cannot be negative")
+        out[str(dtype)] = vals
+    return out
+
+
+def _runtime(raw: Any, loc: str) -> Runtime:
+    if raw is None:
+        return Runtime()
+    if not isinstance(raw, dict) or set(raw) - {"warmup", "repeats"}:
+        raise RecipeError(f"{loc}: `runtime` takes warmup, repeats")
+    vals = {k: _number(v, loc, f"runtime.{k}") for k, v in raw.items()}
+    if any(v < 0 or v != int(v) for v in vals.values()) or vals.get("repeats", 1) < 1:
+        raise RecipeError(f"{loc}: runtime.warmup and runtime.repeats are whole numbers (repeats at least 1)")
+    return Runtime(**{k: int(v) for k, v in vals.items()})
+
+
+def _requires(raw: Any, loc: str) -> Requires:
+    if raw is None:
+        return Requires()
+    if not isinstance(raw, dict) or set(raw) - {"modules", "env", "runtime_backends"}:
+        raise RecipeError(f"{loc}: `requires` takes modules, env, runtime_backends")
+    return Requires(**{k: tuple(map(str, _list(v, loc, f"requires.{k}"))) for k, v in raw.items()})
+
+
+def _capabilities(raw: Any, loc: str) -> Capabilities:
+    if raw is None:
+        return Capabilities()
+    if not isinstance(raw, dict) or set(raw) - {"ranks", "dynamic", "quantization"}:
+        raise RecipeError(f"{loc}: `capabilities` takes ranks, dynamic, quantization")
+    ranks = _list(raw.get("ranks"), loc, "capabilities.ranks")
+    if not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks):
+        raise RecipeError(f"{loc}: capabilities.ranks takes whole numbers")
+    dynamic = raw.get("dynamic", True)
+    if not isinstance(dynamic, bool):
+        raise RecipeError(f"{loc}: capabilities.dynamic takes true or false")
+    quant = tuple(map(str, _list(raw.get("quantization"), loc, "capabilities.quantization")))
+    return Capabilities(tuple(ranks), dynamic, quant)
+
+
+_RULE_KEYS = {
+    "skip": {"match", "reason", "suite", "unless"},
+    "xfail": {"match", "reason", "suite", "unless", "status", "message", "delegated_only"},
+    "expect": {"match", "suite", "unless", "delegated_ops", "min_delegated_pct"},
+}
+
+
 def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
+    from harness.spec.yamlload import where
+
     if not raw:
         return ()
     if not isinstance(raw, list):
-        raise RecipeError(f"{loc}: `{key}` must be a list of {{match, reason}}")
+        raise RecipeError(f"{loc}: `{key}` must be a list of rules")
+    allowed = _RULE_KEYS[key]
     out = []
     for r in raw:
-        if not isinstance(r, dict) or not r.get("match") or not r.get("reason") or set(r) - {"match", "reason", "delegated_only", "unless"}:
-            raise RecipeError(f"{loc}: each `{key}` entry takes `match:`, `reason:` and optionally `delegated_only:`, `unless:`")
-        unless = r.get("unless") or []
-        if not isinstance(unless, list):
-            raise RecipeError(f"{loc}: `unless` takes a list of globs")
-        out.append(Rule(str(r["match"]), str(r["reason"]), bool(r.get("delegated_only", False)), tuple(map(str, unless))))
+        here = where(r, loc)
+        if not isinstance(r, dict) or not r.get("match") or set(r) - allowed:
+            raise RecipeError(f"{here}: each `{key}` entry takes {', '.join(sorted(allowed))} (`match:` is required)")
+        if key != "expect" and not r.get("reason"):
+            raise RecipeError(f"{here}: each `{key}` entry needs `reason:`")
+        unless = _list(r.get("unless"), here, "unless")
+        statuses: frozenset[Status] = frozenset()
+        message = None
+        if key == "xfail":
+            statuses = _statuses(r.get("status"), here)
+            if r.get("message") is not None:
+                try:
+                    message = re.compile(str(r["message"]))
+                except re.error as exc:
+                    raise RecipeError(f"{here}: xfail `message:` is not a regular expression: {exc}") from None
+        ops: tuple[str, ...] = ()
+        pct = None
+        if key == "expect":
+            ops = tuple(map(str, _list(r.get("delegated_ops"), here, "delegated_ops")))
+            if r.get("min_delegated_pct") is not None:
+                pct = _number(r["min_delegated_pct"], here, "min_delegated_pct")
+                if not 0 <= pct <= 100:
+                    raise RecipeError(f"{here}: min_delegated_pct is a percentage (0-100)")
+            if not ops and pct is None:
+                raise RecipeError(f"{here}: an `expect` entry names delegated_ops, min_delegated_pct or both")
+        out.append(Rule(str(r["match"]), str(r.get("reason") or ""), str(r.get("suite") or "*"), tuple(map(str, unless)),
+                        bool(r.get("delegated_only", False)), statuses, message, ops, pct))
     return tuple(out)
+
+
+def _statuses(raw: Any, loc: str) -> frozenset[Status]:
+    names = raw if isinstance(raw, list) else [raw]
+    if raw is None or not names:
+        raise RecipeError(f"{loc}: an xfail rule names the failure it expects: `status:` "
+                          f"(one of {', '.join(sorted(s.value for s in XFAIL_STATUSES))}, or a list)")
+    out = set()
+    for n in names:
+        try:
+            status = Status(str(n))
+        except ValueError:
+            status = None
+        if status not in XFAIL_STATUSES:
+            raise RecipeError(f"{loc}: xfail status {n!r} is not a failure status "
+                              f"(one of {', '.join(sorted(s.value for s in XFAIL_STATUSES))})")
+        out.add(status)
+    return frozenset(out)
 
 
 def _plain(value: Any) -> Any:

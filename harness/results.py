@@ -14,6 +14,7 @@ This module never imports torch or executorch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -38,6 +39,10 @@ class Header(TypedDict, total=False):
     upstream: dict[str, Any]  # repo, sha, pr (when dispatched)
     shard: str | None  # "i/n"
     argv: list[str]
+    recipe_info: dict[str, dict[str, Any]]  # recipe -> backend, description, unavailable (reason or None)
+    merged_from: list[dict[str, Any]]  # bti merge: run_id and shard of each input
+    control: str | None  # the control recipe triage compares with (--control)
+    rerun_failures: int  # --rerun-failures N
 
 
 class OutputStats(TypedDict, total=False):
@@ -66,17 +71,23 @@ class Record(TypedDict, total=False):
     status: str  # a Status value
     detail: str  # one line: why
     error: dict[str, str]  # type, message, trace (tail)
-    stages: dict[str, float]  # seconds per Stage value
+    xfail: dict[str, str]  # the xfail rule that listed the item: reason, expects, status (when it failed as expected)
+    triage: str  # a failure's first suspect: upstream | backend | infra | flake
+    attempts: list[dict[str, Any]]  # --rerun-failures: [{attempt, status, detail}] of every attempt
+    stages: dict[str, float]  # seconds per Stage value (only the stages the backend has and reached)
     partition: dict[str, Any]  # delegated_nodes, total_nodes, delegated_ops, undelegated_ops ...
     pte_bytes: int
     pte_sha256: str  # the serialized program's hash: identical inputs must give identical programs
     delegate_blobs: list[dict[str, Any]]  # [{"backend": "XnnpackBackend", "bytes": 896}]
     artifacts: dict[str, str]  # with `bti run --bundle`: {"pte": "programs/<item>.pte", "bpte": ...} or "bpte_skipped": why
     outputs: list[OutputStats]
+    tolerance: dict[str, Any]  # the criteria the outputs were held to
     accuracy: dict[str, Any]  # model-level metrics (top-1 agreement ...)
     latency_ms: dict[str, float]  # median, p90, min, repeats
     load_ms: float
-    peak_rss_mb: float
+    peak_rss_mb: float  # the worker's high-water mark so far
+    memory_mb: dict[str, float]  # this item's own peak RSS: aot (export → serialize) and run (load → run)
+    baseline: dict[str, Any]  # --baseline: recipe, status, latency ratio
     seed: int
     spec_hash: str  # hash of the case spec (cache key part)
     attempt: int
@@ -124,7 +135,7 @@ class ResultsWriter:
 
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("a", encoding="utf-8")
+        self._file = path.open("ab", buffering=0)  # one write(2) per line: nothing lingers in a buffer
         try:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -136,14 +147,25 @@ class ResultsWriter:
             self._write(header)
 
     def _write(self, obj: Any) -> None:
-        self._file.write(dumps(obj) + "\n")
-        self._file.flush()
+        """One whole line or nothing: a failed write (a full disk) is cut back to the last whole line,
+        so the records before it stay readable and ``--resume`` continues from them."""
+        line = (dumps(obj) + "\n").encode("utf-8")
+        pos = self._file.seek(0, os.SEEK_END)
+        try:
+            if self._file.write(line) != len(line):
+                raise OSError(28, "No space left on device (short write)")
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                self._file.truncate(pos)
+            raise ResultsError(f"{self.path}: cannot write results: {exc.strerror or exc}",
+                               hint="free space, then `bti run --resume` keeps the items already recorded") from None
 
     def write(self, record: Record) -> None:
         self._write(record)
 
     def close(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # a buffered tail that cannot be flushed was already reported
+            self._file.close()
 
     def __enter__(self) -> ResultsWriter:
         return self
@@ -187,7 +209,7 @@ def read_results(path: Path) -> tuple[Header, list[Record]]:
             header = obj  # type: ignore[assignment]
             continue
         try:
-            Status(obj.get("status"))
+            Status(str(obj.get("status")))
         except ValueError:
             raise ResultsError(f"{path}:{lineno}: unknown status {obj.get('status')!r}") from None
         if "id" not in obj:
@@ -232,5 +254,9 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise

@@ -83,14 +83,12 @@ class _CachedCallableMeta(type):
             return collections.abc.Callable[params]
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        import collections.abc
-
-        return isinstance(obj, collections.abc.Callable)
+        return callable(obj)
 
     def __subclasscheck__(cls, sub: Any) -> bool:
         import collections.abc
 
-        return issubclass(sub, collections.abc.Callable)
+        return issubclass(sub, collections.abc.Callable)  # type: ignore[arg-type]  # the ABC, not typing's form
 
 
 class CachedCallable(metaclass=_CachedCallableMeta):
@@ -145,7 +143,7 @@ def _callable_key(fn: Any) -> Any:
 
     if not isinstance(fn, functools.partial):
         return fn
-    func = fn.func
+    func: Any = fn.func
     if isinstance(func, types.FunctionType) and func.__closure__ is None and not func.__defaults__ and not func.__kwdefaults__:
         func = ("code", func.__code__, func.__globals__.get("__name__"))
     key = ("partial", func, fn.args, tuple(sorted(fn.keywords.items())))
@@ -282,6 +280,6 @@ def enable_cia_cache() -> bool:
     cached.__wrapped__ = original  # type: ignore[attr-defined]
     for mod in list(sys.modules.values()):
         if mod is not None and getattr(mod, "_collect_all_valid_cia_ops", None) is original:
-            mod._collect_all_valid_cia_ops = cached
+            setattr(mod, "_collect_all_valid_cia_ops", cached)  # noqa: B010  (torch re-exports it under several names)
     _ORIGINAL = original
     return True

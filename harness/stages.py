@@ -1,57 +1,46 @@
-"""The stages of one work item: export → (quantize) → lower → serialize → load → run → compare.
+"""The stages of one work item: export → [quantize] → lower → [serialize] → load → run → compare.
 
 Worker side (imports torch). ``execute_group`` runs every item of one (case, axes) group: the
 module is built, the eager reference computed and ``torch.export`` run once, then shared by every
-recipe. Each stage is timed; an exception maps to that stage's failure status. A failure of the
-eager model or of ``torch.export`` is FAIL_EXPORT — not the backend's fault.
+recipe. Each stage the backend has is timed and described by a frozen ``StageOutcome``; the first
+failure stops the item. ``harness.verdict.decide`` turns the outcomes into the record and its
+status: this module never sets one. A failure of the eager model or of ``torch.export`` is
+FAIL_EXPORT — not the backend's fault.
+
+Every backend call gets its own copy of the inputs, so a backend that writes into them cannot
+disturb the reference or the next recipe; such a write is detected and reported as the backend's
+fault (a run failure), as is an output that is not a tensor.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
+import re
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from harness.backends import get_backend
-from harness.env import peak_rss_mb
+from harness.backends import Backend, get_backend
+from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.metrics import compare, latency_stats, timed_calls
 from harness.recipes import Recipe
-from harness.results import SCHEMA, Record, atomic_write_bytes
+from harness.results import Record
 from harness.spec.case import Item
 from harness.status import Stage, Status
+from harness.verdict import Comparison, ErrorInfo, Outcome, Program, StageOutcome, decide
+
+T = TypeVar("T")
 
 
-class StageFailure(Exception):
-    def __init__(self, stage: Stage, exc: BaseException) -> None:
-        super().__init__(str(exc))
-        self.stage = stage
-        self.exc = exc
-
-
-@contextmanager
-def timed(stage: Stage, times: dict[str, float]) -> Iterator[None]:
-    t0 = time.perf_counter()
-    try:
-        yield
-    except Exception as exc:
-        times[stage.value] = round(time.perf_counter() - t0, 6)
-        raise StageFailure(stage, exc) from exc
-    times[stage.value] = round(time.perf_counter() - t0, 6)
-
-
-def base_record(item: Item, recipe: Recipe, run_id: str) -> Record:
-    return {
-        "kind": "result", "schema": SCHEMA, "id": item.id, "case": item.case.id, "suite": item.case.suite,
-        "op": item.case.op, "tags": list(item.case.tags), "recipe": recipe.name, "backend": recipe.backend,
-        "axes": item.axes.as_dict(), "seed": item.seed, "spec_hash": item.case.spec_hash, "run_id": run_id, "attempt": 1,
-    }
+class _Stop(Exception):
+    """A stage failed; its outcome is already recorded."""
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -62,32 +51,39 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def error_fields(exc: BaseException) -> dict[str, str]:
+def error_info(exc: BaseException) -> ErrorInfo:
     """Type, message and trace tail; a wrapped error (pass managers re-raise) names its root cause."""
     msg = str(exc).strip() or type(exc).__name__
     root = root_cause(exc)
     if root is not exc:
         msg = f"{first_line(msg)} — caused by {type(root).__name__}: {str(root).strip()}"
     frames = traceback.format_exception(type(root), root, root.__traceback__)
-    return {"type": type(root).__name__, "message": msg[:4000], "trace": "".join(frames[-8:])[-4000:]}
+    return ErrorInfo(type(root).__name__, msg[:4000], "".join(frames[-8:])[-4000:])
 
 
-def finalize(record: Record, recipe: Recipe, key: str) -> Record:
-    """Apply strict xfail: a listed item that fails is XFAIL; one that passes is XPASS (a failure)."""
-    part = record.get("partition")
-    delegated = None if not part or not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
-    reason = recipe.xfail_reason(key, delegated)
-    if reason is None:
-        return record
-    status = Status(record["status"])
-    if status.is_pass:
-        record["status"] = Status.XPASS.value
-        record["detail"] = f"expected to fail ({reason}) but passed"
-    elif status.is_failure and status not in (Status.ERROR,):
-        record["detail"] = f"{status.value}: {record.get('detail', '')} [xfail: {reason}]"
-        record["xfail_of"] = status.value  # type: ignore[typeddict-unknown-key]
-        record["status"] = Status.XFAIL.value
-    return record
+class StageLog:
+    """Runs stages in order, timing each; the first failure (raised, or a contract fault found by
+    ``check``) is recorded and stops the item with ``_Stop``."""
+
+    def __init__(self, done: tuple[StageOutcome, ...] = ()) -> None:
+        self.done: list[StageOutcome] = list(done)
+
+    def seconds(self, stage: Stage) -> float:
+        return next((s.seconds for s in self.done if s.stage is stage), 0.0)
+
+    def __call__(self, stage: Stage, fn: Callable[[], T], check: Callable[[T], str | None] | None = None) -> T:
+        t0 = time.perf_counter()
+        try:
+            value = fn()
+        except Exception as exc:
+            self.done.append(StageOutcome(stage, round(time.perf_counter() - t0, 6), error=error_info(exc)))
+            raise _Stop from exc
+        seconds = round(time.perf_counter() - t0, 6)
+        fault = check(value) if check is not None else None
+        self.done.append(StageOutcome(stage, seconds, fault=fault))
+        if fault:
+            raise _Stop
+        return value
 
 
 def _to_numpy(value: Any) -> np.ndarray:
@@ -115,7 +111,7 @@ def _leaves(out: Any) -> list[Any]:
     return [leaf for leaf in pytree.tree_leaves(out) if leaf is not None]
 
 
-def reference(built: Any) -> list[Any]:
+def reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
     import copy
 
     import torch
@@ -129,12 +125,12 @@ def reference(built: Any) -> list[Any]:
             def cast(t: Any) -> Any:
                 return t.to(up) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
 
-            return _leaves(copy.deepcopy(built.module).to(up)(*[cast(t) for t in built.run]))
-        return _leaves(built.module(*built.run))
+            return _leaves(copy.deepcopy(built.module).to(up)(*[cast(t) for t in inputs]))
+        return _leaves(built.module(*inputs))
 
 
 class Group:
-    """The shared part of a (case, axes) group: built module, reference, exported program."""
+    """The shared part of a (case, axes) group: built module, pristine inputs, reference, exported program."""
 
     def __init__(self, item: Item) -> None:
         import torch
@@ -145,88 +141,146 @@ class Group:
         from harness.suites.tv_models import build_tv
         from harness.suites.upstream import build_upstream
 
-        self.times: dict[str, float] = {}
-        self.failure: StageFailure | None = None
         self.built: Any = None
         self.ref: list[Any] = []
         self.ep: Any = None
-        try:
-            with timed(Stage.EXPORT, self.times):
-                builders = {"model": build_model, "upstream": build_upstream, "hf": build_hf, "tv": build_tv}
-                builder = builders.get(item.case.kind, build_op)
-                self.built = builder(item.case, item.axes, item.seed)
-                self.ref = reference(self.built)
-                self.ep = torch.export.export(
-                    self.built.module, self.built.example, dynamic_shapes=self.built.dynamic_shapes, strict=False
-                )
-        except StageFailure as failure:
-            self.failure = failure
+        self.ref_mutates = False  # the eager module itself writes into its inputs
+        log = StageLog()
+
+        def export() -> None:
+            builders = {"model": build_model, "upstream": build_upstream, "hf": build_hf, "tv": build_tv}
+            builder = builders.get(item.case.kind, build_op)
+            self.built = builder(item.case, item.axes, item.seed)
+            ref_inputs = clone_inputs(self.built.run)
+            self.ref = reference(self.built, ref_inputs)
+            self.ref_mutates = not inputs_equal(ref_inputs, self.built.run)
+            self.ep = torch.export.export(
+                self.built.module, clone_inputs(self.built.example), dynamic_shapes=self.built.dynamic_shapes, strict=False
+            )
+
+        with contextlib.suppress(_Stop):
+            log(Stage.EXPORT, export)
+        self.outcomes = tuple(log.done)
+        self.failed = any(s.failed for s in self.outcomes)
+
+    def fresh_built(self) -> Any:
+        """The built case with its own copies of the inputs, for one backend call."""
+        return dataclasses.replace(self.built, example=clone_inputs(self.built.example), run=clone_inputs(self.built.run))
 
 
-def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: str | None = None) -> Record:
-    rec = base_record(item, recipe, run_id)
-    times = dict(group.times)
-    rec["stages"] = times
+def clone_inputs(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    import torch
+
+    return tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in values)
+
+
+def inputs_equal(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return not changed_inputs(a, b)
+
+
+def changed_inputs(after: tuple[Any, ...], before: tuple[Any, ...]) -> list[int]:
+    """Indices of tensor inputs whose values differ (NaN equals NaN)."""
+    import torch
+
+    out = []
+    for i, (x, y) in enumerate(zip(after, before, strict=False)):
+        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+            continue
+        if x.shape != y.shape or x.dtype != y.dtype or (not torch.equal(x, y) and not _equal_nan(x, y)):
+            out.append(i)
+    return out
+
+
+def _equal_nan(x: Any, y: Any) -> bool:
+    import torch
+
+    return bool(x.is_floating_point() or x.is_complex()) and bool(torch.allclose(x, y, rtol=0.0, atol=0.0, equal_nan=True))
+
+
+def output_fault(outs: Any) -> str | None:
+    """Why a backend's ``run`` result breaks the contract (a list of tensors or Python scalars)."""
+    import torch
+
+    if not isinstance(outs, (list, tuple)):
+        return f"run returned {type(outs).__name__}, not a list of tensors"
+    for i, o in enumerate(outs):
+        if not isinstance(o, (torch.Tensor, int, float, bool)):
+            return f"output[{i}] is {type(o).__name__}, not a tensor"
+    return None
+
+
+def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: str | None = None,
+             control: Status | None = None, control_recipe: str | None = None, attempt: int = 1) -> Record:
     t_start = time.perf_counter()
+    log = StageLog(group.outcomes)
+    facts: dict[str, Any] = {}
+    harness_error = None
     try:
-        if group.failure is not None:
-            raise group.failure
-        _run_stages(item, recipe, group, rec, times, bundle_dir)
-    except StageFailure as failure:
-        rec["status"] = failure.stage.failure.value
-        rec["error"] = error_fields(failure.exc)
-        rec["detail"] = f"{failure.stage.value}: {first_line(rec['error']['message'])}"
-    except Exception as exc:
-        rec["status"] = Status.ERROR.value
-        rec["error"] = error_fields(exc)
-        rec["detail"] = f"harness error: {first_line(rec['error']['message'])}"
-    rec["duration_s"] = round(time.perf_counter() - t_start + sum(group.times.values()), 6)
-    rec["peak_rss_mb"] = round(peak_rss_mb(), 1)
-    return finalize(rec, recipe, item.group)
+        if group.failed:
+            raise _Stop
+        _run_stages(item, recipe, group, log, facts, bundle_dir)
+    except _Stop:
+        pass
+    except Exception as exc:  # bti's own code failed: never the backend's fault
+        harness_error = error_info(exc)
+    duration = round(time.perf_counter() - t_start + log.seconds(Stage.EXPORT), 6)
+    outcome = Outcome(stages=tuple(log.done), harness_error=harness_error, duration_s=duration,
+                      peak_rss_mb=round(peak_rss_mb(), 1), control=control, **facts)
+    return decide(item, recipe, outcome, run_id, attempt, control_recipe)
 
 
-def _run_stages(item: Item, recipe: Recipe, group: Group, rec: Record, times: dict[str, float],
-                bundle_dir: str | None = None) -> None:
-    backend = get_backend(recipe.backend)
-    built = group.built
+def _run_stages(item: Item, recipe: Recipe, group: Group, stage: StageLog, facts: dict[str, Any],
+                bundle_dir: str | None) -> None:
+    backend: Backend = get_backend(recipe.backend)
+    meter = PeakMeter()
+    meter.start()
     ep = group.ep
-    if recipe.quantize:
-        with timed(Stage.QUANTIZE, times):
-            ep = backend.quantize(recipe, ep, built)
-    with timed(Stage.LOWER, times):
-        lowered, stats = backend.lower(recipe, ep)
-    rec["partition"] = stats
-    with timed(Stage.SERIALIZE, times):
-        blob, blobs = backend.serialize(lowered)
-    rec["pte_bytes"] = len(blob)
-    rec["pte_sha256"] = hashlib.sha256(blob).hexdigest()
-    rec["delegate_blobs"] = blobs
-    with timed(Stage.LOAD, times):
-        handle = backend.load(blob)
-    rec["load_ms"] = round(times[Stage.LOAD.value] * 1000.0, 3)
-    with timed(Stage.RUN, times):
-        outs, lat = _timed_runs(backend, handle, built.run, recipe.runtime)
-    mutations = int(stats.get("input_mutations") or 0)
-    outs = outs[mutations:]  # the runtime returns mutated inputs first
-    rec["latency_ms"] = lat
-    with timed(Stage.COMPARE, times):
-        _compare(item, recipe, group, rec, outs)
-    if bundle_dir and recipe.backend == "executorch":
-        rec["artifacts"] = write_programs(Path(bundle_dir), item.id, blob, built.run, group.ref, outs, mutations)
+    built = group.fresh_built()
+    if recipe.quantized and Stage.QUANTIZE in backend.stages:
+        ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
+    lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built))
+    if stats is not None:
+        facts["partition"] = stats
+    blob = None
+    if Stage.SERIALIZE in backend.stages:
+        blob, blobs = stage(Stage.SERIALIZE, lambda: backend.serialize(recipe, lowered))
+        facts["program"] = Program(len(blob), hashlib.sha256(blob).hexdigest(), tuple(blobs))
+    memory = {"aot": meter.peak()}
+    meter.start()
+    handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
+    facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
+    inputs = clone_inputs(group.built.run)
+    checks_inputs = not group.ref_mutates and not (stats or {}).get("input_mutations")
 
+    def run() -> tuple[Any, list[float]]:
+        return timed_calls(lambda: backend.run(handle, inputs), recipe.runtime.warmup, recipe.runtime.repeats)
 
-def _timed_runs(backend: Any, handle: Any, inputs: tuple[Any, ...], cfg: dict[str, Any]) -> tuple[list[Any], dict[str, float]]:
-    outs, samples = timed_calls(lambda: backend.run(handle, inputs), int(cfg.get("warmup", 1)), int(cfg.get("repeats", 3)))
+    def run_fault(result: tuple[Any, list[float]]) -> str | None:
+        why = output_fault(result[0])
+        if why is None and checks_inputs:
+            changed = changed_inputs(inputs, group.built.run)
+            if changed:
+                why = f"the program wrote into its input tensor(s) {', '.join(f'input[{i}]' for i in changed)}"
+        return why
+
+    outs, samples = stage(Stage.RUN, run, run_fault)
+    memory["run"] = meter.peak()
+    facts["memory_mb"] = memory
     lat: dict[str, float] = {k: round(v, 4) for k, v in latency_stats(samples).items()}
     lat["repeats"] = len(samples)
-    return outs, lat
+    facts["latency_ms"] = lat
+    outs = list(outs)
+    facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs))
+    if bundle_dir:
+        name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
+        facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
 
 
-def _compare(item: Item, recipe: Recipe, group: Group, rec: Record, outs: list[Any]) -> None:
+def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any]) -> Comparison:
     refs = group.ref
-    tol = recipe.tolerance(item.axes.dtype)
+    tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
     case_tol = item.case.spec.get("tolerance") or {}
-    if not recipe.quantize:
+    if not recipe.quantized:
         tol.update(case_tol)
     elif case_tol.get("shape_only"):
         tol["shape_only"] = True
@@ -234,22 +288,11 @@ def _compare(item: Item, recipe: Recipe, group: Group, rec: Record, outs: list[A
     if not group.built.ref_dtype:
         dtypes = [(_dtype_name(o), _dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
     verdict = compare([_to_numpy(o) for o in outs], [_to_numpy(r) for r in refs], tol, dtypes)
-    rec["outputs"] = verdict.stats  # type: ignore[typeddict-item]
-    rec["tolerance"] = tol  # type: ignore[typeddict-unknown-key]
+    accuracy = None
     task = getattr(group.built, "task", None)
     if task and verdict.stats and len(outs) == len(refs):
-        rec["accuracy"] = _agreement(task, _to_numpy(outs[0]), _to_numpy(refs[0]))
-    if not verdict.ok:
-        rec["status"] = Status.FAIL_MISMATCH.value
-        rec["detail"] = verdict.message[:1000]
-        return
-    part = rec.get("partition") or {}
-    if part.get("partitioned") and part.get("delegated_nodes", 0) == 0:
-        rec["status"] = Status.PASS_UNDELEGATED.value
-        rec["detail"] = "correct, but nothing was delegated: " + ", ".join(sorted(part.get("undelegated_ops", {})))[:300]
-    else:
-        rec["status"] = Status.PASS.value
-        rec["detail"] = ""
+        accuracy = _agreement(task, _to_numpy(outs[0]), _to_numpy(refs[0]))
+    return Comparison(verdict.ok, verdict.message, tuple(verdict.stats), tol, accuracy)
 
 
 def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
@@ -260,83 +303,31 @@ def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
     return {key: round(agree, 6)}
 
 
-# Only pure-Python lowering paths are warmed in the parent: a vendor backend could crash the parent
-# (which holds the results file), and a runtime with its own thread pool (OpenVINO's TBB) would make
-# every later fork unsafe.
-WARM_PARTITIONERS = frozenset({"xnnpack"})
-
-
-def write_programs(directory: Path, item_id: str, blob: bytes, inputs: tuple[Any, ...], refs: list[Any], outs: list[Any],
-                   mutations: int) -> dict[str, str]:
-    """Write ``<item>.pte`` and, when the case fits the bundled-program format, ``<item>.bpte``: the
-    runtime inputs with the eager reference outputs as expected outputs (cast to the program's output
-    dtypes), so a device can check the same case. Paths are relative to the run's output directory."""
-    import re
-
-    import torch
-
-    name = re.sub(r"[^\w.@-]+", "_", item_id).strip("_")
-    pte = directory / f"{name}.pte"
-    atomic_write_bytes(pte, blob)
-    artifacts = {"pte": f"{directory.name}/{pte.name}"}
-    why = None
-    if mutations:
-        why = "the program returns mutated inputs"
-    elif len(refs) != len(outs) or not all(isinstance(r, torch.Tensor) and isinstance(o, torch.Tensor) and r.shape == o.shape
-                                           and not r.is_complex() for r, o in zip(refs, outs, strict=False)):
-        why = "the reference outputs do not match the program's outputs one to one"
-    elif not all(isinstance(x, (torch.Tensor, int, float, bool)) for x in inputs):
-        why = "an input is neither a tensor nor a scalar"
-    if why:
-        artifacts["bpte_skipped"] = why
-        return artifacts
-    from executorch.devtools import BundledProgram
-    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
-    from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
-
-    expected = [r.detach().to(o.dtype).contiguous() for r, o in zip(refs, outs, strict=True)]
-    case = MethodTestCase(inputs=[x.contiguous() if isinstance(x, torch.Tensor) else x for x in inputs],
-                          expected_outputs=expected)
-    bundled = BundledProgram(None, [MethodTestSuite("forward", [case])], pte_file_path=str(pte))
-    bpte = directory / f"{name}.bpte"
-    atomic_write_bytes(bpte, serialize_from_bundled_program_to_flatbuffer(bundled))
-    artifacts["bpte"] = f"{directory.name}/{bpte.name}"
-    return artifacts
-
-
 def warm_up(recipes: list[Recipe]) -> None:
-    """Lower (never load or run) a tiny model once per recipe in the not-yet-forked parent, so the
-    state torch and executorch build lazily on first use exists before workers fork. Only built-in
-    ExecuTorch recipes whose partitioners are in ``WARM_PARTITIONERS`` (or none). One torch thread:
-    no OpenMP pool is started, so forking stays safe. Failures are ignored (the items themselves
-    will report them); the global RNG state is left as it was."""
+    """Let each recipe's backend lower a tiny model once in the not-yet-forked parent (``Backend.warm``
+    decides whether that is fork-safe), so the state torch and the backend build lazily on first use
+    exists before workers fork. One torch thread: no OpenMP pool is started. Failures are ignored (the
+    items themselves will report them); the global RNG state is left as it was."""
     import torch
-
-    from harness.spec.build import Built
 
     torch.set_num_threads(1)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        module = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
-        example = (torch.randn(2, 8),)
-        try:
-            ep = torch.export.export(module, example, strict=False)
-        except Exception:
-            return
-        built = Built(module, example, example, None)
         for recipe in recipes:
-            if recipe.backend != "executorch" or not set(recipe.raw.get("partitioners") or []) <= WARM_PARTITIONERS:
+            try:
+                get_backend(recipe.backend).warm(recipe, lower=True)
+            except Exception:
                 continue
-            backend = get_backend(recipe.backend)
-            with suppress(Exception):
-                lowered, _ = backend.lower(recipe, backend.quantize(recipe, ep, built) if recipe.quantize else ep)
-                backend.serialize(lowered)
 
 
 def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
-                  on_start: Callable[[str], None], emit: Callable[[Record], None], bundle_dir: str | None = None) -> None:
-    """Run every item of one group, calling ``on_start(item_id)`` before and ``emit(record)`` after each."""
+                  on_start: Callable[[str], None], emit: Callable[[Record], None], bundle_dir: str | None = None,
+                  control_recipe: str | None = None, control: Status | None = None, attempt: int = 1) -> None:
+    """Run every item of one group, calling ``on_start(item_id)`` before and ``emit(record)`` after each.
+    The control recipe's item (if in the group) runs first, so the others' triage can name it."""
     group = Group(items[0])
-    for item in items:
+    for item in sorted(items, key=lambda it: it.recipe != control_recipe):
         on_start(item.id)
-        emit(run_item(item, recipes[item.recipe], group, run_id, bundle_dir))
+        rec = run_item(item, recipes[item.recipe], group, run_id, bundle_dir, control, control_recipe, attempt)
+        if item.recipe == control_recipe:
+            control = Status(rec["status"])
+        emit(rec)

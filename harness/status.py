@@ -1,6 +1,10 @@
 """Closed sets: work-item status and pipeline stage.
 
 No code compares status strings: use the predicates on the members.
+
+Policy: FLAKY (an item whose attempts under ``--rerun-failures`` disagree) fails the run, like any
+other failure: a backend whose answer changes between runs of the same program has a bug. It is
+shown apart from the other failures in every report, so it is never mistaken for a stable one.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ class Status(StrEnum):
     FAIL_LOAD = "FAIL_LOAD"
     FAIL_RUN = "FAIL_RUN"
     FAIL_MISMATCH = "FAIL_MISMATCH"
+    FAIL_DELEGATION = "FAIL_DELEGATION"
+    FLAKY = "FLAKY"
     TIMEOUT = "TIMEOUT"
     CRASH = "CRASH"
     ERROR = "ERROR"
@@ -59,6 +65,11 @@ class Status(StrEnum):
     def is_backend_failure(self) -> bool:
         """The backend (not the model, not the harness) is at fault."""
         return self.is_failure and self not in (Status.FAIL_EXPORT, Status.ERROR, Status.XPASS)
+
+    @property
+    def is_infra(self) -> bool:
+        """The process died or hung: the item's own code may be fine (triage: infra, unless it repeats)."""
+        return self in (Status.CRASH, Status.TIMEOUT)
 
     @property
     def emoji(self) -> str:
@@ -85,6 +96,8 @@ _LABELS = {
     Status.FAIL_LOAD: "runtime load failed",
     Status.FAIL_RUN: "runtime execution failed",
     Status.FAIL_MISMATCH: "output mismatch",
+    Status.FAIL_DELEGATION: "expected delegation missing",
+    Status.FLAKY: "flaky (attempts disagree)",
     Status.TIMEOUT: "timed out",
     Status.CRASH: "worker crashed",
     Status.ERROR: "harness error",

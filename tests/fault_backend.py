@@ -1,6 +1,8 @@
 """A deliberately misbehaving backend for the fault tests (ExecuTorch portable underneath).
 
-Recipe options: ``fault`` (segfault | abort | sleep | perturb | noise | raise_lower) and ``op`` (an
+Recipe key ``options`` (this backend's own, declared through ``extra_keys``): ``fault`` (segfault |
+abort | sleep | perturb | noise | raise_lower | none_output | write_inputs | flaky, wrong on each program's first
+attempt: needs ``BTI_FAULT_STATE``, a directory) and ``op`` (an
 edge op name such as ``aten.mul.Tensor``): the fault fires only for programs containing that op,
 so every other item must come out intact.
 """
@@ -17,15 +19,23 @@ from harness.backends.executorch import ExecuTorchBackend
 
 class FaultBackend(ExecuTorchBackend):
     name = "fault"
+    extra_keys = frozenset({"options"})
 
     def __init__(self) -> None:
         self.armed: str | None = None
         self.recipe: Any = None
 
-    def lower(self, recipe: Any, ep: Any) -> tuple[Any, dict[str, Any]]:
-        lowered, stats = super().lower(recipe, ep)
-        opts = recipe.raw.get("options") or {}
+    def lower(self, recipe: Any, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
+        lowered, stats = super().lower(recipe, ep, built)
+        opts = recipe.options.extra.get("options") or {}
         self.armed = opts.get("fault") if opts.get("op") in stats["undelegated_ops"] else None
+        self.first_time = False
+        if self.armed == "flaky":  # a marker file per program under BTI_FAULT_STATE: absent on the first attempt
+            import hashlib
+
+            marker = os.path.join(os.environ["BTI_FAULT_STATE"], hashlib.sha256(str(ep).encode()).hexdigest()[:16])
+            self.first_time = not os.path.exists(marker)
+            open(marker, "w").close()
         self.options = opts
         if self.armed == "raise_lower":
             raise RuntimeError("fault backend: refusing to lower on purpose")
@@ -41,9 +51,12 @@ class FaultBackend(ExecuTorchBackend):
             time.sleep(3600)
         if self.armed == "perturb":
             return [o + 1.0 for o in outs]
-        if self.armed == "noise":
-            import torch
-
-            gen = torch.Generator().manual_seed(0)
-            return [o + torch.randn(o.shape, generator=gen, dtype=o.dtype) * float(self.options.get("scale", 1e-7)) for o in outs]
+        if self.armed == "none_output":
+            return None  # type: ignore[return-value]
+        if self.armed == "write_inputs":
+            for x in inputs:
+                x.mul_(3.0)  # a delegate that computes in place in its input buffers
+            return outs
+        if self.armed == "flaky" and self.first_time:  # wrong on a program's first attempt only
+            return [o + 1.0 for o in outs]
         return outs

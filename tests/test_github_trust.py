@@ -77,7 +77,7 @@ def test_hostile_results_published_bodies(fake: FakeGitHub, bti, tmp_path: Path)
     assert res.code == 0, res.err
     (body,) = [c["body"] for c in fake.comments[4]]
     row = next(line for line in body.splitlines() if "fault-perturb`" in line and "octocat" in line)
-    assert row == ("| `op.mul.'x' @octocat <!-- bti:comment:other -->\\|[float32,static]@fault-perturb` | — | FAIL_MISMATCH | "
+    assert row == ("| `op.mul.'x' @octocat <!-- bti:comment:other -->\\|[float32,static]@fault-perturb` | — | FAIL_MISMATCH (backend) | "
                    + safe.inline(HOSTILE_DETAIL, 240) + " |")
     outside_code = re.sub(r"`[^`\n]*`", "", body)
     assert "<img" not in outside_code and "<details" not in outside_code and "\x1b" not in body and "\x00" not in body

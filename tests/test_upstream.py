@@ -18,19 +18,19 @@ def records(path: Path) -> dict[str, dict]:
 def test_upstream_tests_run_as_bti_cases(bti, tmp_path: Path) -> None:
     # `bti list` discovers in a fresh interpreter; `bti run` forks discovery from its warm parent:
     # both must see the same cases.
-    listed = bti("list", "-s", "executorch-upstream-ops", "-r", "xnnpack", "-k", "op.abs.*", "-k", "op.linear.*")
+    listed = bti("list", "-s", "executorch-upstream-ops", "-r", "xnnpack", "-k", "upstream.abs.*", "-k", "upstream.linear.*")
     assert listed.code == 0, listed.err
-    res = bti("run", "-s", "executorch-upstream-ops", "-r", "xnnpack", "-k", "op.abs.*", "-k", "op.linear.*",
+    res = bti("run", "-s", "executorch-upstream-ops", "-r", "xnnpack", "-k", "upstream.abs.*", "-k", "upstream.linear.*",
               "--no-reuse", "-j", "2", "-o", str(tmp_path))
     recs = records(tmp_path / "results.jsonl")
     assert recs and all(item_id in listed.out for item_id in recs)
-    abs_items = {k: r for k, r in recs.items() if k.startswith("op.abs.")}
+    abs_items = {k: r for k, r in recs.items() if k.startswith("upstream.abs.")}
     assert len(abs_items) == 4
     for item_id, rec in abs_items.items():  # upstream's test_abs_* calls, really lowered and run on XNNPACK
         assert rec["status"] == "PASS", (item_id, rec.get("detail"))
         assert rec["partition"]["delegated_nodes"] >= 1 and rec["pte_bytes"] > 0
     # upstream's test_linear_* feed 64 features to Linear(67, 43): the test itself is broken
-    broken = [r for k, r in recs.items() if k.startswith("op.linear.") and r["status"] == "FAIL_EXPORT"]
+    broken = [r for k, r in recs.items() if k.startswith("upstream.linear.") and r["status"] == "FAIL_EXPORT"]
     assert broken and all("mat1 and mat2 shapes cannot be multiplied" in r["detail"] for r in broken)
     assert res.code == 1  # those are unexpected failures
 

@@ -1,43 +1,106 @@
 """Backend plugins: a small Protocol, an explicit registry, and the ``bti.backends`` entry points.
 
-A backend turns an exported program into something runnable. The runner composes the stages;
-backends never see the runner. Contract (all methods may raise; the runner maps the exception to
-the failing stage's status):
+A backend takes an exported program to outputs. It declares which optional stages it has; the runner
+composes them and never asks which backend it is:
 
-* ``unavailable_reason(recipe)`` — parent side, cheap, no torch compute: ``None`` when the
-  backend can run here, else a one-line reason naming the missing SDK, package or runtime.
-* ``quantize(recipe, ep, built)`` → ExportedProgram (identity when the recipe has no ``quantize``).
-* ``lower(recipe, ep)`` → (lowered, partition stats dict).
-* ``serialize(lowered)`` → (program bytes, list of delegate blobs ``{"backend", "bytes"}``).
-* ``load(blob)`` → a handle (keep every object the runtime needs alive inside it).
-* ``run(handle, inputs)`` → list of output tensors.
+    export (bti) → [quantize] → lower → [serialize] → load → run → compare (bti)
 
-Third-party backends register with an entry point in the ``bti.backends`` group, pointing at a
-class with that interface, or a recipe names ``backend: package.module:Class`` directly.
+* ``stages`` — the optional stages it has: ``Stage.QUANTIZE`` (used only when its options quantize)
+  and ``Stage.SERIALIZE`` (it produces program bytes). An eager device has neither; inductor has no
+  bytes; ONNX Runtime has both.
+* ``parse_options(raw, where)`` — the recipe keys bti does not own (see ``harness.recipes``), parsed
+  into a frozen options object (``recipe.options``). Unknown keys and bad values raise ``RecipeError``
+  with ``where(key)`` (the recipe's file:line). An options object may have ``quantized`` and
+  ``scheme`` attributes (e.g. ``int8``): they pick the ``quantized`` tolerance and the capability.
+* ``unavailable_reason(recipe)`` — parent side, cheap, no torch compute: ``None`` when the backend
+  can run here, else a one-line reason naming the missing SDK, package, device or runtime.
+* ``warm(recipe, lower)`` — parent side, before workers fork: import what workers need, and with
+  ``lower=True`` also lower a tiny model once, if that is fork-safe for this backend.
+* ``quantize(recipe, ep, built)`` → ExportedProgram.
+* ``lower(recipe, ep, built)`` → (lowered, partition stats or None). Stats: ``partitioned``,
+  ``delegated_nodes``, ``undelegated_nodes``, ``total_nodes``, ``delegated_pct``, ``delegated_ops``,
+  ``undelegated_ops`` (op name → count).
+* ``serialize(recipe, lowered)`` → (program bytes, delegate blobs ``[{"backend", "bytes"}]``).
+* ``load(recipe, lowered, blob)`` → a handle; ``blob`` is None for a backend without SERIALIZE.
+* ``run(handle, inputs)`` → list of outputs, on the backend's device. It must return tensors (or
+  Python scalars) and must not write into ``inputs``: either is a run failure, the backend's fault.
+* ``bundle(recipe, directory, name, lowered, blob, inputs, refs, outs)`` → files written for a device
+  (``{"pte": path, "bpte": path}``, or ``{"bundle_skipped": why}``).
+
+``BaseBackend`` gives the optional parts defaults. Third-party backends register with an entry point
+in the ``bti.backends`` group, pointing at a class with that interface, or a recipe names
+``backend: package.module:Class`` directly.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.errors import RecipeError
+from harness.status import Stage
 
 if TYPE_CHECKING:
     from harness.recipes import Recipe
 
+Where = Callable[..., str]  # where(key=None) -> "file:line"
+
 
 class Backend(Protocol):
     name: str
+    stages: frozenset[Stage]
 
+    def parse_options(self, raw: Mapping[str, Any], where: Where) -> Any: ...
     def unavailable_reason(self, recipe: Recipe) -> str | None: ...
+    def warm(self, recipe: Recipe, lower: bool) -> None: ...
     def quantize(self, recipe: Recipe, ep: Any, built: Any) -> Any: ...
-    def lower(self, recipe: Recipe, ep: Any) -> tuple[Any, dict[str, Any]]: ...
-    def serialize(self, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]: ...
-    def load(self, blob: bytes) -> Any: ...
+    def lower(self, recipe: Recipe, ep: Any, built: Any) -> tuple[Any, dict[str, Any] | None]: ...
+    def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]: ...
+    def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Any: ...
     def run(self, handle: Any, inputs: tuple[Any, ...]) -> list[Any]: ...
+    def bundle(self, recipe: Recipe, directory: Path, name: str, lowered: Any, blob: bytes | None,
+               inputs: tuple[Any, ...], refs: list[Any], outs: list[Any]) -> dict[str, str]: ...
+
+
+class BaseBackend:
+    """Defaults for the optional parts: no options, no optional stages, nothing to warm or bundle."""
+
+    name = "base"
+    stages: frozenset[Stage] = frozenset()
+
+    def parse_options(self, raw: Mapping[str, Any], where: Where) -> Any:
+        if raw:
+            key = sorted(raw)[0]
+            raise RecipeError(f"{where(key)}: unknown recipe key(s) for backend {self.name}: {', '.join(sorted(raw))}")
+        return None
+
+    def unavailable_reason(self, recipe: Recipe) -> str | None:
+        return None
+
+    def warm(self, recipe: Recipe, lower: bool) -> None:
+        return None
+
+    def quantize(self, recipe: Recipe, ep: Any, built: Any) -> Any:
+        raise NotImplementedError(f"backend {self.name} does not quantize")
+
+    def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
+        raise NotImplementedError(f"backend {self.name} has no serialize stage")
+
+    def bundle(self, recipe: Recipe, directory: Path, name: str, lowered: Any, blob: bytes | None,
+               inputs: tuple[Any, ...], refs: list[Any], outs: list[Any]) -> dict[str, str]:
+        return {"bundle_skipped": f"backend {self.name} writes no device bundle"}
+
+
+def check_keys(raw: Mapping[str, Any], allowed: set[str] | frozenset[str], where: Where, backend: str) -> None:
+    """Reject keys a backend does not know, naming the first one's line."""
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise RecipeError(f"{where(unknown[0])}: unknown recipe key(s) for backend {backend}: {', '.join(unknown)} "
+                          f"(it takes: {', '.join(sorted(allowed)) or 'none'})")
 
 
 BUILTIN: dict[str, str] = {
@@ -49,8 +112,8 @@ def _import(target: str, what: str) -> Any:
     module_name, _, attr = target.partition(":")
     try:
         return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise RecipeError(f"backend {what!r} cannot be loaded from {target}: {exc}") from None
+    except Exception as exc:
+        raise RecipeError(f"backend {what!r} cannot be loaded from {target}: {type(exc).__name__}: {exc}") from None
 
 
 @cache
@@ -60,7 +123,10 @@ def get_backend(name: str) -> Backend:
         return _import(BUILTIN[name], name)()  # type: ignore[no-any-return]
     for ep in entry_points(group="bti.backends"):
         if ep.name == name:
-            return ep.load()()  # type: ignore[no-any-return]
+            try:
+                return ep.load()()  # type: ignore[no-any-return]
+            except Exception as exc:  # a broken plugin is the plugin's problem: its items are UNAVAILABLE
+                raise RecipeError(f"backend {name!r} cannot be loaded from {ep.value}: {type(exc).__name__}: {exc}") from None
     if ":" in name:
         return _import(name, name)()  # type: ignore[no-any-return]
     known = sorted({*BUILTIN, *(e.name for e in entry_points(group="bti.backends"))})
@@ -72,11 +138,12 @@ def unavailable_reason(recipe: Recipe) -> str | None:
     import importlib.util
     import os
 
-    req = recipe.raw.get("requires") or {}
-    for var in req.get("env") or []:
+    if recipe.options_error:
+        return recipe.options_error
+    for var in recipe.requires.env:
         if not os.environ.get(var):
             return f"environment variable {var} is not set (the {recipe.name} SDK location)"
-    for mod in req.get("modules") or []:
+    for mod in recipe.requires.modules:
         try:
             found = importlib.util.find_spec(mod) is not None
         except (ImportError, ValueError):

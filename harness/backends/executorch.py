@@ -1,22 +1,61 @@
 """ExecuTorch flows: portable (no partitioner) and delegates by partitioner name.
 
-Recipe keys read here: ``partitioners`` (xnnpack, coreml, vulkan, qnn, openvino), ``quantize``
-(``{quantizer: xnnpack|openvino, per_channel, dynamic, fold_quantize}``), ``compile_specs``
-(``{name: value}`` passed to partitioners that take them), ``edge_compile``
-(``{check_ir_validity: false}`` for delegates that consume non-core ops) and
-``requires.runtime_backends``.
+Recipe keys this backend owns (``parse_options``): ``partitioners`` (xnnpack, coreml, vulkan, qnn,
+openvino), ``quantize`` (``{quantizer: xnnpack|openvino, per_channel, dynamic, fold_quantize}``),
+``compile_specs`` (``{name: value}`` passed to partitioners that take them) and ``edge_compile``
+(``{check_ir_validity: false}`` for delegates that consume non-core ops). It also honours the
+common ``requires.runtime_backends``. Stages: quantize (when ``quantize`` is set), lower, serialize,
+load, run.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from harness.backends import BaseBackend, Where, check_keys
+from harness.errors import RecipeError
+from harness.status import Stage
 
 if TYPE_CHECKING:
     from harness.recipes import Recipe
 
 _SKIP_NODES = {"getitem", "executorch_call_delegate"}
+PARTITIONERS = ("xnnpack", "coreml", "vulkan", "qnn", "openvino")
+QUANTIZERS = ("xnnpack", "openvino")
+# Only pure-Python lowering paths are warmed in the parent: a vendor backend could crash the parent
+# (which holds the results file), and a runtime with its own thread pool (OpenVINO's TBB) would make
+# every later fork unsafe.
+WARM_PARTITIONERS = frozenset({"xnnpack"})
+
+
+@dataclass(frozen=True)
+class Quantize:
+    quantizer: str = "xnnpack"
+    per_channel: bool = True
+    dynamic: bool = False
+    fold_quantize: bool = True
+
+
+@dataclass(frozen=True)
+class ExecuTorchOptions:
+    partitioners: tuple[str, ...] = ()
+    quantize: Quantize | None = None
+    compile_specs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    check_ir_validity: bool = True
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # keys a subclass declares
+
+    @property
+    def quantized(self) -> bool:
+        return self.quantize is not None
+
+    @property
+    def scheme(self) -> str | None:
+        return "int8" if self.quantize is not None else None
 
 
 def registered_runtime_backends() -> set[str]:
@@ -25,8 +64,13 @@ def registered_runtime_backends() -> set[str]:
     return set(Runtime.get().backend_registry.registered_backend_names)
 
 
+def _options(recipe: Recipe) -> ExecuTorchOptions:
+    opts = recipe.options
+    return opts if isinstance(opts, ExecuTorchOptions) else ExecuTorchOptions()
+
+
 def _partitioner(name: str, recipe: Recipe) -> Any:
-    specs = recipe.raw.get("compile_specs") or {}
+    specs = _options(recipe).compile_specs
     if name == "xnnpack":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
@@ -46,14 +90,14 @@ def _partitioner(name: str, recipe: Recipe) -> Any:
         device = str(specs.get("device", "CPU")).encode()
         return OpenvinoPartitioner([CompileSpec("device", device)])
     if name == "qnn":
-        from executorch.backends.qualcomm.partition.qnn_partitioner import QnnPartitioner  # type: ignore[import-not-found]
+        from executorch.backends.qualcomm.partition.qnn_partitioner import QnnPartitioner
 
         return QnnPartitioner(specs)  # needs the QNN SDK; recipes gate this on QNN_SDK_ROOT
     raise ValueError(f"unknown partitioner {name!r} (known: xnnpack, coreml, vulkan, openvino, qnn)")
 
 
-def _quantizer(cfg: dict[str, Any]) -> Any:
-    kind = cfg.get("quantizer", "xnnpack")
+def _quantizer(cfg: Quantize) -> Any:
+    kind = cfg.quantizer
     if kind == "xnnpack":
         from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
             XNNPACKQuantizer,
@@ -61,7 +105,7 @@ def _quantizer(cfg: dict[str, Any]) -> Any:
         )
 
         qcfg = get_symmetric_quantization_config(
-            is_per_channel=bool(cfg.get("per_channel", True)), is_dynamic=bool(cfg.get("dynamic", False))
+            is_per_channel=cfg.per_channel, is_dynamic=cfg.dynamic
         )
         return XNNPACKQuantizer().set_global(qcfg)
     if kind == "openvino":
@@ -74,18 +118,53 @@ def _quantizer(cfg: dict[str, Any]) -> Any:
 @dataclass
 class Loaded:
     """Keeps the Program (and its bytes) alive while the Method runs: executorch.runtime's
-    ``load_program(buf).load_method(...)`` chain frees the Program under the Method."""
+    ``load_program(buf).load_method(...)`` chain frees the Program under the Method.
+    ``mutations``: how many leading outputs are inputs written in place (dropped from the outputs)."""
 
     blob: bytes
     program: Any
     method: Any
+    mutations: int = 0
 
 
-class ExecuTorchBackend:
+class ExecuTorchBackend(BaseBackend):
     name = "executorch"
+    stages = frozenset({Stage.QUANTIZE, Stage.SERIALIZE})
+    extra_keys: frozenset[str] = frozenset()  # recipe keys a subclass (a vendor's variant) adds
+
+    def parse_options(self, raw: Mapping[str, Any], where: Where) -> ExecuTorchOptions:
+        check_keys(raw, {"partitioners", "quantize", "compile_specs", "edge_compile", *self.extra_keys}, where, self.name)
+        parts = raw.get("partitioners") or []
+        if not isinstance(parts, list):
+            raise RecipeError(f"{where('partitioners')}: `partitioners` takes a list")
+        for p in parts:
+            if p not in PARTITIONERS:
+                raise RecipeError(f"{where('partitioners')}: unknown partitioner {p!r} (known: {', '.join(PARTITIONERS)})")
+        quant = None
+        q = raw.get("quantize")
+        if q:
+            if not isinstance(q, dict):
+                raise RecipeError(f"{where('quantize')}: `quantize` takes a mapping")
+            check_keys(q, {"quantizer", "per_channel", "dynamic", "fold_quantize"}, lambda _k=None: where("quantize"),
+                       f"{self.name} (quantize)")
+            if q.get("quantizer", "xnnpack") not in QUANTIZERS:
+                raise RecipeError(f"{where('quantize')}: unknown quantizer {q.get('quantizer')!r} (known: {', '.join(QUANTIZERS)})")
+            for flag in ("per_channel", "dynamic", "fold_quantize"):
+                if flag in q and not isinstance(q[flag], bool):
+                    raise RecipeError(f"{where('quantize')}: quantize.{flag} takes true or false, not {q[flag]!r}")
+            quant = Quantize(**q)
+        specs = raw.get("compile_specs") or {}
+        edge = raw.get("edge_compile") or {}
+        if not isinstance(specs, dict):
+            raise RecipeError(f"{where('compile_specs')}: `compile_specs` takes a mapping")
+        if not isinstance(edge, dict) or set(edge) - {"check_ir_validity"}:
+            raise RecipeError(f"{where('edge_compile')}: `edge_compile` takes check_ir_validity")
+        extra = {k: raw[k] for k in self.extra_keys if k in raw}
+        return ExecuTorchOptions(tuple(parts), quant, MappingProxyType(dict(specs)),
+                                 bool(edge.get("check_ir_validity", True)), MappingProxyType(extra))
 
     def unavailable_reason(self, recipe: Recipe) -> str | None:
-        needed = (recipe.raw.get("requires") or {}).get("runtime_backends") or []
+        needed = recipe.requires.runtime_backends
         if needed:
             have = registered_runtime_backends()
             missing = [b for b in needed if b not in have]
@@ -94,9 +173,28 @@ class ExecuTorchBackend:
                         f"(registered: {', '.join(sorted(have))})")
         return None
 
+    def warm(self, recipe: Recipe, lower: bool) -> None:
+        """Imports (always), then one tiny lowering when every partitioner is pure Python."""
+        import executorch.exir
+        from executorch.runtime import Runtime  # noqa: F401
+
+        opts = _options(recipe)
+        if "xnnpack" in opts.partitioners:
+            import executorch.backends.xnnpack.partition.xnnpack_partitioner  # noqa: F401
+        if opts.quantize is not None:
+            import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401
+
+            load_quantized_kernels()
+        # only bti's own code lowers in the parent: a subclass is a vendor's, and could crash the parent
+        if lower and type(self) is ExecuTorchBackend and set(opts.partitioners) <= WARM_PARTITIONERS:
+            ep, built = _tiny_program()
+            if ep is not None:
+                lowered, _ = self.lower(recipe, self.quantize(recipe, ep, built) if opts.quantize else ep, built)
+                self.serialize(recipe, lowered)
+
     def quantize(self, recipe: Recipe, ep: Any, built: Any) -> Any:
-        cfg = recipe.quantize
-        if not cfg:
+        cfg = _options(recipe).quantize
+        if cfg is None:
             return ep
         import torch
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
@@ -107,33 +205,96 @@ class ExecuTorchBackend:
         with torch.no_grad():
             for inputs in _calibration_sets(built):
                 prepared(*inputs)
-        converted = convert_pt2e(prepared, fold_quantize=bool(cfg.get("fold_quantize", True)))
+        converted = convert_pt2e(prepared, fold_quantize=cfg.fold_quantize)
         return torch.export.export(converted, built.example, dynamic_shapes=built.flat_dynamic_shapes, strict=False)
 
-    def lower(self, recipe: Recipe, ep: Any) -> tuple[Any, dict[str, Any]]:
+    def lower(self, recipe: Recipe, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
         from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
-        parts = [_partitioner(p, recipe) for p in recipe.raw.get("partitioners") or []]
-        edge_cfg = recipe.raw.get("edge_compile") or {}
-        config = EdgeCompileConfig(_check_ir_validity=bool(edge_cfg.get("check_ir_validity", True)))
+        opts = _options(recipe)
+        parts = [_partitioner(p, recipe) for p in opts.partitioners]
+        config = EdgeCompileConfig(_check_ir_validity=opts.check_ir_validity)
         edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)
         program = edge.exported_program()
         stats = partition_stats(program.graph_module, bool(parts))
         stats["input_mutations"] = _input_mutation_outputs(program)
         return edge, stats
 
-    def serialize(self, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
+    def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
         buf = bytes(lowered.to_executorch().buffer)
         return buf, delegate_blobs(buf)
 
-    def load(self, blob: bytes) -> Loaded:
+    def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Loaded:
         from executorch.runtime import Runtime
 
+        assert blob is not None
         program = Runtime.get().load_program(blob)
-        return Loaded(blob, program, program.load_method("forward"))
+        mutations = _input_mutation_outputs(lowered.exported_program()) if lowered is not None else 0
+        return Loaded(blob, program, program.load_method("forward"), mutations)
 
     def run(self, handle: Loaded, inputs: tuple[Any, ...]) -> list[Any]:
-        return list(handle.method.execute(list(inputs)))
+        outs = handle.method.execute(list(inputs))
+        return list(outs)[handle.mutations:]  # the runtime returns mutated inputs first; eager does not
+
+    def bundle(self, recipe: Recipe, directory: Path, name: str, lowered: Any, blob: bytes | None,
+               inputs: tuple[Any, ...], refs: list[Any], outs: list[Any]) -> dict[str, str]:
+        assert blob is not None
+        mutations = _input_mutation_outputs(lowered.exported_program())
+        return write_programs(directory, name, blob, inputs, refs, outs, mutations)
+
+
+def _tiny_program() -> tuple[Any, Any]:
+    import torch
+
+    from harness.spec.build import Built
+
+    torch.set_num_threads(1)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+        example = (torch.randn(2, 8),)
+        try:
+            ep = torch.export.export(module, example, strict=False)
+        except Exception:
+            return None, None
+    return ep, Built(module, example, example, None)
+
+
+def write_programs(directory: Path, name: str, blob: bytes, inputs: tuple[Any, ...], refs: list[Any], outs: list[Any],
+                   mutations: int) -> dict[str, str]:
+    """Write ``<name>.pte`` and, when the case fits the bundled-program format, ``<name>.bpte``: the
+    runtime inputs with the eager reference outputs as expected outputs (cast to the program's output
+    dtypes), so a device can check the same case. Paths are relative to the run's output directory."""
+    import torch
+
+    from harness.results import atomic_write_bytes
+
+    pte = directory / f"{name}.pte"
+    atomic_write_bytes(pte, blob)
+    artifacts = {"pte": f"{directory.name}/{pte.name}"}
+    why = None
+    if mutations:
+        why = "the program returns mutated inputs"
+    elif len(refs) != len(outs) or not all(isinstance(r, torch.Tensor) and isinstance(o, torch.Tensor) and r.shape == o.shape
+                                           and not r.is_complex() for r, o in zip(refs, outs, strict=False)):
+        why = "the reference outputs do not match the program's outputs one to one"
+    elif not all(isinstance(x, (torch.Tensor, int, float, bool)) for x in inputs):
+        why = "an input is neither a tensor nor a scalar"
+    if why:
+        artifacts["bpte_skipped"] = why
+        return artifacts
+    from executorch.devtools import BundledProgram
+    from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+    from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
+
+    expected = [r.detach().to(o.dtype).contiguous() for r, o in zip(refs, outs, strict=True)]
+    case = MethodTestCase(inputs=[x.contiguous() if isinstance(x, torch.Tensor) else x for x in inputs],
+                          expected_outputs=expected)
+    bundled = BundledProgram(None, [MethodTestSuite("forward", [case])], pte_file_path=str(pte))
+    bpte = directory / f"{name}.bpte"
+    atomic_write_bytes(bpte, serialize_from_bundled_program_to_flatbuffer(bundled))
+    artifacts["bpte"] = f"{directory.name}/{bpte.name}"
+    return artifacts
 
 
 def _input_mutation_outputs(program: Any) -> int:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from harness.errors import UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
@@ -31,8 +34,8 @@ _compare_opts = [
 ]
 
 
-def _with(opts: list[Any]) -> Any:
-    def deco(fn: Any) -> Any:
+def _with(opts: list[Any]) -> Callable[[F], F]:
+    def deco(fn: F) -> F:
         for opt in reversed(opts):
             fn = opt(fn)
         return fn
@@ -280,8 +283,9 @@ def relay() -> None:
 
 def _relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str) -> dict[str, Any]:
     from harness.report.relay import payload
+    from harness.results import read_latest
 
-    header, recs = _read(results)
+    header, recs = read_latest(results)
     return payload(header, recs, job_name=job_name, artifact_url=artifact_url, status=status)
 
 

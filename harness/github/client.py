@@ -10,6 +10,7 @@ once, naming the reset time. Errors become one-line ``PublishError``s that never
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -61,7 +62,7 @@ def make_github(token: str | None = None, base_url: str | None = None, retry: An
         raise PublishError("no GitHub token: set GITHUB_TOKEN (or pass --token-env NAME)")
     retry = retry if retry is not None else read_retry()
     throttle = throttle and os.environ.get("BTI_GITHUB_THROTTLE", "1") != "0"
-    spacing = {} if throttle else {"seconds_between_requests": 0.0, "seconds_between_writes": 0.0}
+    spacing: dict[str, Any] = {} if throttle else {"seconds_between_requests": 0.0, "seconds_between_writes": 0.0}
     return Github(auth=Auth.Token(token), base_url=(base_url or api_url()).rstrip("/"), retry=retry, timeout=int(timeout),
                   per_page=100, **spacing)
 
@@ -83,7 +84,7 @@ def _retry_after(exc: GithubException, attempt: int) -> float | None:
             base = float(os.environ.get("BTI_GITHUB_BACKOFF", "1.0"))
         except ValueError:
             raise UserError(f"BTI_GITHUB_BACKOFF={os.environ['BTI_GITHUB_BACKOFF']!r}: expected seconds") from None
-        return base * 2 ** (attempt - 1)
+        return float(base * 2 ** (attempt - 1))
     if exc.status not in (403, 429):
         return None
     if headers.get("retry-after", "").isdigit():
@@ -110,7 +111,7 @@ def write(what: str, fn: Callable[[], T], *, recheck: Callable[[], T | None] | N
                 raise PublishError(f"GitHub API: {what} failed with {exc.status}; not repeated, because GitHub may have "
                                    "acted on it already and a second request would act twice") from None
             if wait is None or attempt == attempts:
-                call(what, lambda e=exc: _raise(e))
+                call(what, functools.partial(_raise, exc))
             if wait is not None and wait > limit and exc.status in (403, 429):
                 raise PublishError(f"GitHub API: {what}: rate limit exhausted, it resets {_reset_text(exc.headers)}; "
                                    f"bti waits at most {limit:g} s (BTI_GITHUB_MAX_WAIT)") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import itertools
@@ -82,7 +83,7 @@ class Publisher:
         while True:
             variables = {"owner": owner, "name": name, "number": pr, "cursor": cursor}
             # a read, sent as a POST: repeated by write() on 5xx and secondary rate limits
-            _, data = write(f"list comments of #{pr}", lambda v=variables: self.gh.requester.graphql_query(COMMENTS_QUERY, v))
+            _, data = write(f"list comments of #{pr}", functools.partial(self.gh.requester.graphql_query, COMMENTS_QUERY, variables))
             node = ((data.get("data") or {}).get("repository") or {}).get("issueOrPullRequest")
             if node is None:
                 raise PublishError(f"GitHub API: #{pr} is not a pull request or issue of {self.repo_name}")
@@ -153,8 +154,8 @@ class Publisher:
         for start in range(ANNOTATION_BATCH, len(annotations), ANNOTATION_BATCH):
             batch = [a.as_api() for a in annotations[start:start + ANNOTATION_BATCH]]
             total = start + len(batch)  # GitHub appends annotations: a batch that landed must not be sent again
-            write("add check-run annotations", lambda b=batch: run.edit(output={**output, "annotations": b}),
-                  recheck=lambda t=total: True if repo.get_check_run(run.id).output.annotations_count >= t else None)
+            write("add check-run annotations", functools.partial(run.edit, output={**output, "annotations": batch}),
+                  recheck=functools.partial(_annotations_landed, repo, run.id, total))
         return "check_run"
 
     # ------------------------------------------------------------------ dispatch
@@ -180,7 +181,7 @@ class Publisher:
         for path, content in sorted(files.items()):
             if current.get(path) == hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest():
                 continue  # git's own blob id: unchanged files cost no write
-            blob = write(f"create blob {path}", lambda c=content: repo.create_git_blob(base64.b64encode(c).decode(), "base64"))
+            blob = write(f"create blob {path}", functools.partial(repo.create_git_blob, base64.b64encode(content).decode(), "base64"))
             elements.append(InputGitTreeElement(path, "100644", "blob", sha=blob.sha))
         if not elements:
             return "unchanged"
@@ -249,3 +250,8 @@ class Publisher:
             if found.head.sha == sha and found.base.repo.full_name.lower() == self.repo_name.lower():
                 return int(found.number)
         return None
+
+
+def _annotations_landed(repo: Any, run_id: int, total: int) -> bool | None:
+    """Whether a check run already holds ``total`` annotations (a batch answered with 5xx had landed)."""
+    return True if repo.get_check_run(run_id).output.annotations_count >= total else None

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from harness.errors import UserError, first_line
 from harness.results import read_results
+
+
+class ReportError(UserError):
+    """A report could not be written (the others were, and the results file is intact)."""
 
 __all__ = ["write_reports"]
 
@@ -13,24 +19,43 @@ FORMATS = ("junit", "md", "csv", "badge", "html")
 
 
 def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+    """Write each wanted report on its own: one that fails does not stop the others, and the error
+    (raised after all ran) names each writer that failed. The JSONL is never touched."""
     from harness.report import badge, csvout, dashboard, junit, markdown
     from harness.results import atomic_write_text
 
     header, records = read_results(jsonl)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"{out_dir}: cannot create the report directory: {exc.strerror}") from None
     paths: dict[str, Path] = {}
-    if "junit" in formats:
+    h = dict(header)
+
+    def text(kind: str, name: str, render: Callable[[], str]) -> Callable[[], None]:
+        def write() -> None:
+            atomic_write_text(out_dir / name, render())
+            paths[kind] = out_dir / name
+        return write
+
+    def write_junit() -> None:
+        junit.write(h, records, out_dir / "junit.xml")
         paths["junit"] = out_dir / "junit.xml"
-        junit.write(header, records, paths["junit"])
-    if "md" in formats:
-        paths["md"] = out_dir / "summary.md"
-        atomic_write_text(paths["md"], markdown.render(header, records))
-    if "csv" in formats:
-        paths["csv"] = out_dir / "results.csv"
-        atomic_write_text(paths["csv"], csvout.render(records))
-    if "badge" in formats:
-        paths.update(badge.write(header, records, out_dir))
-    if "html" in formats:
-        paths["html"] = out_dir / "dashboard.html"
-        atomic_write_text(paths["html"], dashboard.render(header, records))
+
+    writers: dict[str, Callable[[], None]] = {
+        "junit": write_junit,
+        "md": text("md", "summary.md", lambda: markdown.render(h, records)),
+        "csv": text("csv", "results.csv", lambda: csvout.render(records)),
+        "badge": lambda: paths.update(badge.write(h, records, out_dir)),
+        "html": text("html", "dashboard.html", lambda: dashboard.render(h, records)),
+    }
+    failed: list[str] = []
+    for kind in formats:
+        try:
+            writers[kind]()
+        except Exception as exc:  # each writer on its own: the others still get written
+            failed.append(f"{kind}: {type(exc).__name__}: {first_line(str(exc)) or 'no message'}")
+    if failed:
+        done = ", ".join(paths) or "none"
+        raise ReportError(f"report writer(s) failed: {'; '.join(failed)} (written: {done}; the JSONL is intact)")
     return paths

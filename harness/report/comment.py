@@ -12,7 +12,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.report import safe
 from harness.report.compare import Change, Comparison
-from harness.report.summary import by_recipe, failures
+from harness.report.summary import by_recipe, failures, flaky, triage_line
 from harness.results import Record
 
 LIMIT = 65_536
@@ -60,11 +60,13 @@ def _esc(text: str) -> str:
     return safe.inline(text, 240)
 
 
-def _change_rows(changes: list[Change], cap: int, show_detail: bool = True) -> list[str]:
+def _change_rows(changes: list[Change], cap: int, show_detail: bool = True, hints: dict[str, str] | None = None) -> list[str]:
     rows = ["| item | base | head |" + (" first error line |" if show_detail else ""),
             "|---|---|---|" + ("---|" if show_detail else "")]
     for c in changes[:cap]:
-        row = f"| {safe.code(c.id)} | {_esc(c.base or '—')} | {_esc(c.head or '—')} |"
+        hint = (hints or {}).get(c.id)
+        head = (c.head or "—") + (f" ({hint})" if hint else "")
+        row = f"| {safe.code(c.id)} | {_esc(c.base or '—')} | {_esc(head)} |"
         rows.append(row + (f" {_esc(c.detail)} |" if show_detail else ""))
     if len(changes) > cap:
         rows.append(f"\n…and {len(changes) - cap} more (see the artifacts).")
@@ -76,6 +78,10 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
     fails = failures(records)
     verdict = "✅ no unexpected failures" if not fails else f"❌ {len(fails)} unexpected failure(s)"
     out = [marker(key), f"## bti `{key}`: {verdict}", ""]
+    if fails:
+        out += [f"Triage: {triage_line(records)} _(upstream: fails on the control recipe too or before the backend; "
+                "backend: only this recipe; infra: crash, hang or harness error; flake: attempts disagree)_", ""]
+    hints = {r["id"]: str(r.get("triage") or "") for r in fails}
     if comparison is not None:
         c = comparison.counts()
         out += ["### Against the base", "",
@@ -100,10 +106,16 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
                     ("Other status changes", comparison.status_changes, CAP_OTHER, True)]
         for title, changes, cap, detail in sections:
             if changes:
-                out += [f"### {title} ({len(changes)})", "", *_change_rows(changes, cap, detail), ""]
+                out += [f"### {title} ({len(changes)})", "", *_change_rows(changes, cap, detail, hints), ""]
     elif fails:
         rows = [Change(r["id"], None, r["status"], r.get("detail", ""), r["recipe"]) for r in fails]
-        out += [f"### Unexpected failures ({len(fails)})", "", *_change_rows(rows, CAP_FAILURES), ""]
+        out += [f"### Unexpected failures ({len(fails)})", "", *_change_rows(rows, CAP_FAILURES, hints=hints), ""]
+    flakes = flaky(records)
+    if flakes:
+        out += [f"### Flaky ({len(flakes)})", "", "Attempts disagree (FLAKY fails the run):", ""]
+        out += [f"- {safe.code(r['id'])}: {_esc(' → '.join(str(a.get('status', '?')) for a in r.get('attempts') or []))}"
+                for r in flakes[:CAP_OTHER]]
+        out.append("")
     link_bits = []
     if links.run_url:
         link_bits.append(f"[workflow run]({links.run_url})")

@@ -49,8 +49,8 @@ class Comparison:
         return {k: [c.__dict__ for c in getattr(self, k)] for k in self.counts()}
 
 def _min_sqnr(rec: Record) -> float | None:
-    vals = [as_float(o.get("sqnr_db")) for o in rec.get("outputs") or [] if "sqnr_db" in o]
-    vals = [v for v in vals if v is not None]
+    raw = [as_float(o.get("sqnr_db")) for o in rec.get("outputs") or [] if "sqnr_db" in o]
+    vals = [v for v in raw if v is not None]
     return min(vals) if vals else None
 
 def compare(base: list[Record], head: list[Record], th: Thresholds = Thresholds()) -> Comparison:

@@ -68,7 +68,7 @@ def _cell_class(status: Status) -> str:
 
 
 def _tooltip(rec: Record) -> str:
-    bits = [rec["status"]]
+    bits = [rec["status"] + (f" (triage: {rec['triage']})" if rec.get("triage") else "")]
     if rec.get("detail"):
         bits.append(str(rec["detail"])[:300])
     outs = rec.get("outputs") or []
@@ -111,20 +111,24 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
     out.append("<h2>Matrix</h2><div class='controls'><input id='q' type='search' placeholder='filter: case id, op, status'> "
                "<select id='status'><option value='all'>all</option><option value='failing'>failing</option>"
                "<option value='passing'>passing</option><option value='undelegated'>undelegated</option>"
-               "<option value='expected'>xfail / skip</option></select> <span id='shown'></span></div>")
+               "<option value='flaky'>flaky</option><option value='expected'>xfail / skip</option></select> "
+               "<span id='shown'></span></div>")
     out.append("<table id='matrix'><thead><tr><th>case × axes</th>" + "".join(f"<th>{_e(n)}</th>" for n in names)
                + "</tr></thead><tbody>")
     for group in sorted(rows):
         cells, tags = [], set()
         for name in names:
-            rec = rows[group].get(name)
-            if rec is None:
+            cell = rows[group].get(name)
+            if cell is None:
                 cells.append("<td class='s none'></td>")
                 continue
+            rec = cell
             status = status_of(rec)
             tags.add("failing" if status.is_failure else "passing" if status.is_pass else "expected")
             if status == Status.PASS_UNDELEGATED:
                 tags.add("undelegated")
+            if rec.get("triage"):
+                tags.add(f"triage-{rec['triage']}")
             tags.add(status.value.lower())
             cells.append(f"<td class='s {_cell_class(status)}' title='{_e(_tooltip(rec))}'>{_e(status.value)}</td>")
         key = " ".join([group, *(s for s in tags)]).lower()
@@ -134,8 +138,9 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
     fails = [r for r in records if status_of(r).is_failure]
     out.append(f"<h2>Failures ({len(fails)})</h2>")
     if fails:
-        out.append("<table id='failures'><thead><tr><th>item</th><th>status</th><th>detail</th></tr></thead><tbody>")
+        out.append("<table id='failures'><thead><tr><th>item</th><th>status</th><th>triage</th><th>detail</th></tr></thead><tbody>")
         out.extend(f"<tr><td><code>{_e(r['id'])}</code></td><td class='s fail'>{_e(r['status'])}</td>"
+                   f"<td>{_e(r.get('triage') or '')}</td>"
                    f"<td>{_e(str(r.get('detail') or '')[:500])}</td></tr>" for r in sorted(fails, key=lambda r: r["id"]))
         out.append("</tbody></table>")
     else:

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from harness.report import safe
-from harness.report.summary import blocking_ops, by_recipe, failures, fmt_num, worst_sqnr
+from harness.report.summary import blocking_ops, by_recipe, failures, flaky, fmt_num, triage_counts, worst_sqnr
 from harness.results import Record, status_of
 from harness.status import Status
 
@@ -58,6 +58,20 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
             if st in counts:
                 out.append(f"| {st.value} | {st.label} | " + " | ".join(str(counts[st][r]) for r in recipes) + " |")
         out.append("")
+        out += ["## Triage (who should look first)", "",
+                "_upstream: fails on the control recipe too, or before the backend; backend: only this recipe; "
+                "infra: a crash, hang or harness error; flake: attempts disagree._", "",
+                "| triage | " + " | ".join(safe.code(r) for r in recipes) + " |", "|---|" + "---:|" * len(recipes)]
+        for hint, per in triage_counts(fails).items():
+            out.append(f"| {hint} | " + " | ".join(str(per[r]) for r in recipes) + " |")
+        out.append("")
+    flakes = flaky(records)
+    if flakes:
+        out += [f"## Flaky items ({len(flakes)})", "", "_Their attempts disagree; FLAKY fails the run._", "",
+                "| item | attempts |", "|---|---|"]
+        out += [f"| {safe.code(r['id'])} | {_esc(' → '.join(a.get('status', '?') for a in r.get('attempts') or []))} |"
+                for r in flakes[:50]]
+        out.append("")
     blockers = blocking_ops(records)[:25]
     if blockers:
         out += ["## Undelegated ops (ranked by items they block)", "", "| op | items | recipes |", "|---|---:|---|"]
@@ -67,7 +81,7 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
     if worst:
         out += ["## Worst numerics (lowest SQNR)", "", "| item | status | SQNR dB | max_abs | cosine |", "|---|---|---:|---:|---:|"]
         for sq, rec in worst:
-            o = min(rec.get("outputs") or [{}], key=lambda x: float(x.get("sqnr_db", "inf")))
+            o = min(rec.get("outputs") or [{}], key=lambda x: float(str(x.get("sqnr_db", "inf"))))
             out.append(f"| {safe.code(rec['id'])} | {status_of(rec).value} | {fmt_num(sq)} | {fmt_num(o.get('max_abs'))} | {fmt_num(o.get('cosine'), 6)} |")
         out.append("")
     text = "\n".join(out) + "\n"
@@ -77,11 +91,12 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
 
 
 def _failure_list(fails: list[Record], budget: int) -> str:
-    lines = ["## Unexpected failures", "", "| item | status | first error line |", "|---|---|---|"]
+    lines = ["## Unexpected failures", "", "| item | status | triage | first error line |", "|---|---|---|---|"]
     used = sum(len(line) + 1 for line in lines)
     shown = 0
     for rec in fails:
-        line = f"| {safe.code(rec['id'])} | {status_of(rec).value} | {_esc((rec.get('detail') or '')[:300])} |"
+        line = (f"| {safe.code(rec['id'])} | {status_of(rec).value} | {_esc(rec.get('triage') or '')} | "
+                f"{_esc((rec.get('detail') or '')[:300])} |")
         if used + len(line.encode()) + 1 > budget:
             break
         lines.append(line)

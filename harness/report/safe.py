@@ -46,3 +46,14 @@ def code(text: object, limit: int | None = None) -> str:
     backtick could end it early, and a ``|`` would split a table row."""
     s = _clean(text, limit).replace("`", "'").replace("|", "\\|")
     return f"`{s}`" if s else "``"
+
+
+# Characters XML 1.0 forbids anywhere, even escaped (C0 controls but tab/LF/CR, surrogates, U+FFFE/U+FFFF).
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: object, limit: int = 4000) -> str:
+    """Text an XML writer can always serialize: forbidden characters become U+FFFD, at most ``limit``
+    characters (``]]>`` and markup are escaped by the writer itself)."""
+    s = _XML_FORBIDDEN.sub("\ufffd", str(text))
+    return s if len(s) <= limit else s[: limit - 1] + "…"

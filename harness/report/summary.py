@@ -50,7 +50,29 @@ def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, Recipe
 
 
 def failures(records: list[Record]) -> list[Record]:
+    """Unexpected outcomes, FLAKY included (it fails the run; reports also list it apart)."""
     return [r for r in records if status_of(r).is_failure]
+
+
+def flaky(records: list[Record]) -> list[Record]:
+    return [r for r in records if status_of(r) is Status.FLAKY]
+
+
+TRIAGE_ORDER = ("upstream", "backend", "infra", "flake")
+
+
+def triage_counts(records: list[Record]) -> dict[str, Counter[str]]:
+    """Failures per triage hint, per recipe: {hint: Counter(recipe)} in ``TRIAGE_ORDER``."""
+    out: dict[str, Counter[str]] = {}
+    for rec in failures(records):
+        hint = str(rec.get("triage") or "unknown")
+        out.setdefault(hint, Counter())[rec["recipe"]] += 1
+    return {k: out[k] for k in (*TRIAGE_ORDER, "unknown") if k in out}
+
+
+def triage_line(records: list[Record]) -> str:
+    counts = triage_counts(records)
+    return " · ".join(f"{sum(c.values())} {hint}" for hint, c in counts.items())
 
 
 def blocking_ops(records: list[Record]) -> list[tuple[str, int, list[str]]]:
@@ -71,8 +93,8 @@ def worst_sqnr(records: list[Record], limit: int = 10) -> list[tuple[float, Reco
     """Items with the lowest SQNR over their outputs (exact matches, SQNR = ∞, are left out)."""
     scored = []
     for rec in records:
-        vals = [as_float(o.get("sqnr_db")) for o in rec.get("outputs") or [] if o.get("sqnr_db") is not None]
-        vals = [v for v in vals if v is not None and not (math.isinf(v) and v > 0)]
+        raw = [as_float(o.get("sqnr_db")) for o in rec.get("outputs") or [] if o.get("sqnr_db") is not None]
+        vals = [v for v in raw if v is not None and not (math.isinf(v) and v > 0)]
         if vals:
             scored.append((min(vals), rec))
     scored.sort(key=lambda t: (t[0] if not math.isnan(t[0]) else -math.inf, t[1]["id"]))

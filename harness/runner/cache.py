@@ -1,7 +1,10 @@
 """Content-addressed result cache.
 
-Key: the case spec hash, the item id, the recipe hash, the torch/executorch/bti versions and the
-seed. A changed recipe (new hash) re-runs only its own items; anything else is reused. Only
+Key: the case spec hash, the item id, the recipe hash, the seed, the bti version, the versions of
+every package a verdict can depend on (torch, executorch, torchao, openvino, nncf, transformers, …;
+``harness.env.VERDICT_PACKAGES``) and the backend's own code: its distribution's version for a plugin,
+or the hash of its source file when it is not installed as a distribution (a ``module:Class`` on the
+path). A changed recipe (new hash) re-runs only its own items; anything else is reused. Only
 deterministic outcomes are stored (not TIMEOUT, CRASH or ERROR). One small JSON file per key under
 ``$BTI_CACHE_DIR`` (default ``.bti-cache/``), written atomically.
 """
@@ -18,7 +21,7 @@ from harness.results import Record, atomic_write_text, dumps
 from harness.spec.case import Item, stable_hash
 from harness.status import Status
 
-_UNCACHED = {Status.TIMEOUT, Status.CRASH, Status.ERROR}
+_UNCACHED = {Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY}
 
 
 def default_dir() -> Path:
@@ -27,11 +30,22 @@ def default_dir() -> Path:
 
 class ResultCache:
     def __init__(self, root: Path, versions: dict[str, str]) -> None:
+        from harness.env import verdict_versions
+
         self.root = root
-        self.versions = {k: versions.get(k, "") for k in ("torch", "executorch", "bti")}
+        self.versions = {**verdict_versions(), "bti": versions.get("bti", "")}
+        self._backend_code: dict[str, str] = {}
+
+    def backend_code(self, recipe: Recipe) -> str:
+        """What identifies the backend's code: bti's own version for a built-in backend, else the
+        plugin's distribution version, else the hash of the module's source file."""
+        name = recipe.backend
+        if name not in self._backend_code:
+            self._backend_code[name] = _backend_code(name)
+        return self._backend_code[name]
 
     def key(self, spec_hash: str, item_id: str, recipe: Recipe, seed: int) -> str:
-        return stable_hash({"spec": spec_hash, "id": item_id, "recipe": recipe.hash,
+        return stable_hash({"spec": spec_hash, "id": item_id, "recipe": recipe.hash, "backend": self.backend_code(recipe),
                             "versions": self.versions, "seed": seed}, length=32)
 
     def _path(self, key: str) -> Path:
@@ -50,3 +64,26 @@ class ResultCache:
             return
         key = self.key(record["spec_hash"], record["id"], recipe, record["seed"])
         atomic_write_text(self._path(key), dumps(record))
+
+
+def _backend_code(name: str) -> str:
+    import hashlib
+    import importlib
+    import inspect
+    from importlib.metadata import entry_points
+
+    from harness.backends import BUILTIN
+    from harness.env import module_distribution
+
+    if name in BUILTIN:
+        return "builtin"
+    target = next((ep.value for ep in entry_points(group="bti.backends") if ep.name == name), name)
+    module = target.partition(":")[0]
+    dist = module_distribution(module)
+    if dist:
+        return dist
+    try:
+        source = inspect.getsourcefile(importlib.import_module(module))
+        return "sha256:" + hashlib.sha256(Path(source or "").read_bytes()).hexdigest()[:16]
+    except Exception:
+        return "unknown"

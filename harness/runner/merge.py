@@ -7,6 +7,7 @@ written in item-id order so merged files are byte-stable whatever order the shar
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from harness.errors import ResultsError
 from harness.results import Header, Record, ResultsWriter, read_results
@@ -56,15 +57,13 @@ def merge(inputs: list[Path], out: Path) -> tuple[Header, list[Record]]:
             origin[rec["id"]] = path
     _check_shards(inputs, headers)
     first = headers[0]
-    merged: Header = {**first, "shard": None}  # type: ignore[typeddict-item]
-    merged["merged_from"] = [  # type: ignore[typeddict-unknown-key]
-        {"run_id": h.get("run_id"), "shard": h.get("shard")} for h in headers
-    ]
-    info: dict = {}
+    merged: Header = {**first, "shard": None}
+    merged["merged_from"] = [{"run_id": h.get("run_id"), "shard": h.get("shard")} for h in headers]
+    info: dict[str, dict[str, Any]] = {}
     for h in headers:
-        info.update(h.get("recipe_info") or {})  # type: ignore[attr-defined]
+        info.update(h.get("recipe_info") or {})
     if info:
-        merged["recipe_info"] = info  # type: ignore[typeddict-unknown-key]
+        merged["recipe_info"] = info
     ordered = [records[k] for k in sorted(records)]
     if out.exists():
         out.unlink()

@@ -45,6 +45,8 @@ class PoolConfig:
     max_growth_mb: float = 1024.0
     log_dir: str | None = None  # worker stderr/stdout go to <log_dir>/worker-<pid>.log
     bundle_dir: str | None = None  # see RunOptions.bundle_dir
+    control: str | None = None  # the control recipe (triage)
+    attempt: int = 1
 
 
 def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) -> None:
@@ -67,13 +69,15 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         msg = conn.recv()
         if msg is None:
             return
+        group, control = msg
         with group_gc():
             execute_group(
-                msg, recipes, cfg.run_id,
+                group, recipes, cfg.run_id,
                 on_start=lambda item_id: conn.send(("start", item_id)),
                 emit=lambda rec: conn.send(("result", rec)), bundle_dir=cfg.bundle_dir,
+                control_recipe=cfg.control, control=control, attempt=cfg.attempt,
             )
-        done += len(msg)
+        done += len(group)
         rss = rss_mb()
         retire = done >= cfg.max_items or rss - start_rss > cfg.max_growth_mb
         conn.send(("idle", {"rss_mb": rss, "peak_mb": peak_rss_mb(), "retire": retire}))
@@ -96,8 +100,10 @@ class _Worker:
 
 
 class Pool:
-    def __init__(self, cfg: PoolConfig, recipes: dict[str, Recipe], on_record: Callable[[Record], None]) -> None:
+    def __init__(self, cfg: PoolConfig, recipes: dict[str, Recipe], on_record: Callable[[Record], None],
+                 controls: dict[str, Status] | None = None) -> None:
         self.cfg = cfg
+        self.controls: dict[str, Status] = dict(controls or {})  # group -> the control recipe's status there
         self.recipes = recipes
         self.on_record = on_record
         self.ctx = mp.get_context("fork")
@@ -123,7 +129,7 @@ class Pool:
                     if not w.busy and queue:
                         w.group, w.done, w.current = queue.popleft(), set(), None
                         w.started = time.monotonic()
-                        w.conn.send(w.group)
+                        w.conn.send((w.group, self.controls.get(w.group[0].group)))
                 self._poll(queue)
         finally:
             self.shutdown()
@@ -153,7 +159,7 @@ class Pool:
                     w.done.add(payload["id"])
                     w.current = None
                     payload["worker_pid"] = w.proc.pid
-                    self.on_record(payload)
+                    self._emit(payload)
                 elif kind == "idle":
                     self.stats.append({"pid": w.proc.pid, **payload})
                     w.group = []
@@ -174,19 +180,22 @@ class Pool:
         remaining = [it for it in w.group if it.id not in w.done]
         if remaining:
             victim = next((it for it in remaining if it.id == w.current), remaining[0])
-            self.on_record(self._synthetic(victim, status, detail, w.proc.pid))
+            self._emit(self._synthetic(victim, status, detail, w.proc.pid))
             rest = [it for it in remaining if it is not victim]
             if rest:
                 queue.appendleft(rest)
         self._remove(w)
 
-    def _synthetic(self, item: Item, status: Status, detail: str, pid: int) -> Record:
-        from harness.stages import base_record, finalize
+    def _emit(self, rec: Record) -> None:
+        if rec["recipe"] == self.cfg.control:
+            self.controls[rec["id"].rsplit("@", 1)[0]] = Status(rec["status"])
+        self.on_record(rec)
 
-        rec = base_record(item, self.recipes[item.recipe], self.cfg.run_id)
-        rec.update({"status": status.value, "detail": detail, "worker_pid": pid,
-                    "error": {"type": status.value, "message": detail, "trace": ""}})
-        return finalize(rec, self.recipes[item.recipe], item.group)
+    def _synthetic(self, item: Item, status: Status, detail: str, pid: int) -> Record:
+        from harness.verdict import Outcome, decide
+
+        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=self.controls.get(item.group))
+        return decide(item, self.recipes[item.recipe], outcome, self.cfg.run_id, self.cfg.attempt, self.cfg.control)
 
     def _remove(self, w: _Worker) -> None:
         w.group = []

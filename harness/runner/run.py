@@ -6,6 +6,7 @@ written at once, then torch and executorch are imported (warm) and workers are f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import importlib
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 from harness.backends import unavailable_reason
 from harness.errors import UserError
 from harness.recipes import Recipe, load_recipe
-from harness.results import SCHEMA, Header, Record, ResultsWriter, read_results, repair_tail
+from harness.results import SCHEMA, Header, Record, ResultsWriter, latest_by_id, read_results, repair_tail
 from harness.runner.cache import ResultCache
 from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
 from harness.spec.case import Item
@@ -43,8 +44,10 @@ class RunOptions:
     threads: int = 1
     max_items: int = 400
     max_growth_mb: float = 1024.0
-    bundle_dir: Path | None = None  # write each ExecuTorch item's .pte and .bpte here (cache lookups skipped)
+    bundle_dir: Path | None = None  # write each item's device bundle (.pte and .bpte) here (cache lookups skipped)
     argv: list[str] = field(default_factory=list)
+    control: str | None = "portable"  # triage: a failure this recipe shares is "upstream" (used when in the run)
+    rerun_failures: int = 0  # re-run each failing item up to N times, each in a fresh worker
 
 
 @dataclass
@@ -88,6 +91,7 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     if not items:
         raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
     by_name = {r.name: r for r in recipes}
+    control = opts.control if opts.control in by_name else None
     groups = groups_of(items)
     shard_spec = parse_shard(opts.shard)
     if shard_spec:
@@ -100,8 +104,9 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "versions": vers, "recipes": {r.name: r.hash for r in recipes},
         "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "unavailable": unavailable[r.name]}
-                        for r in recipes},  # type: ignore[typeddict-unknown-key]
+                        for r in recipes},
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
+        "control": control, "rerun_failures": opts.rerun_failures,
     }
     from harness.spec.suite import check_ops
 
@@ -121,7 +126,7 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             for item in group:
                 if item.id in done:
                     continue
-                rec = _settle(item, by_name[item.recipe], unavailable, None if opts.bundle_dir else cache, run_id)
+                rec = _settle(item, by_name[item.recipe], unavailable, None if opts.bundle_dir else cache, run_id, control)
                 if rec is None:
                     pending.append(item)
                 else:
@@ -142,8 +147,8 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     def record(rec: Record) -> None:
         writer.write(rec)
         records.append(rec)
-        if cache is not None and not rec.get("cached"):
-            cache.put(by_name[rec["recipe"]], rec)
+        if cache is not None and not rec.get("cached") and not (opts.rerun_failures and Status(rec["status"]).is_failure):
+            cache.put(by_name[rec["recipe"]], rec)  # with reruns, a failure is cached once its attempts are settled
         if progress:
             progress.advance(rec)
 
@@ -157,26 +162,28 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             if progress:
                 progress.advance(rec)
         if todo:
-            stats = _run_pool(opts, by_name, run_id, todo, record)
+            controls = {r["id"].rsplit("@", 1)[0]: Status(r["status"]) for r in settled if r["recipe"] == control}
+            stats = _run_pool(opts, by_name, run_id, todo, record, control, controls)
+            if opts.rerun_failures:
+                stats += _rerun(opts, by_name, run_id, records, todo, writer, cache, control)
     reused = sum(bool(r.get("cached")) for r in settled)
+    records = list(latest_by_id(records).values())
     return RunResult(records, stats, sum(len(g) for g in todo), reused)
 
 
 def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,
-            run_id: str) -> Record | None:
-    from harness.stages import base_record
+            run_id: str, control: str | None) -> Record | None:
+    from harness.verdict import Outcome, decide
 
     reason = unavailable[recipe.name] or _missing_source(item.case.spec.get("requires") or [])
     status = None
     if reason:
         status = Status.UNAVAILABLE
     else:
-        reason = recipe.skip_reason(item.group, item.axes.dtype, item.axes.shape)
+        reason = recipe.skip_reason(item)
         status = Status.SKIP if reason else None
     if status is not None:
-        rec = base_record(item, recipe, run_id)
-        rec.update({"status": status.value, "detail": reason or ""})
-        return rec
+        return decide(item, recipe, Outcome(fixed=status, fixed_detail=reason or ""), run_id, control_recipe=control)
     if cache is not None:
         hit = cache.get(item, recipe)
         if hit is not None:
@@ -212,23 +219,15 @@ def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
     from harness.quiet import quiet
 
     quiet()
-    import executorch.exir
     import torch  # noqa: F401
-    from executorch.runtime import Runtime  # noqa: F401
 
     import harness.stages  # noqa: F401
     from harness.backends import get_backend
 
     for r in recipes:
-        get_backend(r.backend)
-    if any("xnnpack" in (r.raw.get("partitioners") or []) for r in recipes):
-        import executorch.backends.xnnpack.partition.xnnpack_partitioner  # noqa: F401
-    if any(r.quantize for r in recipes):
-        import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401
-
-        from harness.backends.executorch import load_quantized_kernels
-
-        load_quantized_kernels()
+        if r.options_error is None:
+            with contextlib.suppress(Exception):  # the items will report a backend that cannot start
+                get_backend(r.backend).warm(r, lower=False)
     if speedups:
         from harness.speedups import enable_all
 
@@ -236,7 +235,8 @@ def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
 
 
 def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: list[list[Item]],
-              record: Callable[[Record], None]) -> list[dict[str, Any]]:
+              record: Callable[[Record], None], control: str | None, controls: dict[str, Status],
+              attempt: int = 1) -> list[dict[str, Any]]:
     from harness.runner.pool import Pool, PoolConfig
 
     warm_imports(list(recipes.values()), opts.speedups)
@@ -248,11 +248,47 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
         enable_gc_policy()
     cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
-                     log_dir=str(opts.out.parent / "logs"), bundle_dir=str(opts.bundle_dir) if opts.bundle_dir else None)
-    pool = Pool(cfg, recipes, record)
+                     log_dir=str(opts.out.parent / "logs"), bundle_dir=str(opts.bundle_dir) if opts.bundle_dir else None,
+                     control=control, attempt=attempt)
+    pool = Pool(cfg, recipes, record, controls)
     try:
         pool.run(todo)
     except KeyboardInterrupt:
         print("bti: interrupted; results so far are in the JSONL (`--resume` continues)", file=sys.stderr)
         raise
     return pool.stats
+
+
+def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: list[Record], todo: list[list[Item]],
+           writer: ResultsWriter, cache: ResultCache | None, control: str | None) -> list[dict[str, Any]]:
+    """``--rerun-failures N``: each failing item runs again, up to N times, each time in a fresh pool
+    (fresh workers). Every attempt is written; the last line of an item is its final record, with
+    all attempts listed, FLAKY when they disagree (``harness.verdict.settle_attempts``)."""
+    from harness.verdict import settle_attempts
+
+    items = {it.id: it for group in todo for it in group}
+    history: dict[str, list[Record]] = {}
+    for rec in records:
+        if rec["id"] in items:
+            history.setdefault(rec["id"], []).append(rec)
+    stats: list[dict[str, Any]] = []
+    for attempt in range(2, opts.rerun_failures + 2):
+        failing = [i for i, recs in history.items() if Status(recs[-1]["status"]).is_failure
+                   and Status(recs[-1]["status"]) is not Status.ERROR]
+        if not failing:
+            break
+        groups = groups_of([items[i] for i in failing])
+        fresh: list[Record] = []
+        stats += _run_pool(opts, recipes, run_id, groups, fresh.append, control, {}, attempt)
+        for rec in fresh:
+            history[rec["id"]].append(rec)
+            final = settle_attempts(history[rec["id"]])
+            writer.write(final)
+            records.append(final)
+            if Status(final["status"]) is Status.FLAKY:
+                history[rec["id"]].append(final)  # settled: no further attempt
+    if cache is not None:
+        for recs in history.values():
+            if recs[-1]["status"] != Status.FLAKY.value:
+                cache.put(recipes[recs[-1]["recipe"]], recs[-1])
+    return stats

@@ -135,8 +135,8 @@ def generate(node: dict[str, Any], shape: list[int], dtype: str, seed: int) -> t
         lo, hi = _int_range(p, dtype)
         return torch.randint(lo, hi, shape, generator=gen, dtype=torch.int64).to(tdt)
     if init == "uniform":
-        lo, hi = float(p.get("low", -1.0)), float(p.get("high", 1.0))
-        return (torch.rand(shape, generator=gen, dtype=torch.float32) * (hi - lo) + lo).to(tdt)
+        low, high = float(p.get("low", -1.0)), float(p.get("high", 1.0))
+        return (torch.rand(shape, generator=gen, dtype=torch.float32) * (high - low) + low).to(tdt)
     mean, std = float(p.get("mean", 0.0)), float(p.get("std", 1.0))
     return (torch.randn(shape, generator=gen, dtype=torch.float32) * std + mean).to(tdt)
 

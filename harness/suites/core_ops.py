@@ -211,7 +211,7 @@ def _views() -> list[OpGen]:
 
 
 def _nn() -> list[OpGen]:
-    img = {"base_rank": 4, "ranks": (4,), "empty": False}
+    img: dict[str, Any] = {"base_rank": 4, "ranks": (4,), "empty": False}
     return [
         OpGen("aten::addmm.default", "linear", lambda s, a: ([T([4]), x_node([3, 5], a), T([5, 4])], {"beta": a["beta"]}),
               ranks=(2,), base_rank=2, dynamic=False, empty=False, attrs=(("beta", (1.0, 0.5)),)),
@@ -310,7 +310,7 @@ def _creation() -> list[OpGen]:
 def _random_and_backward() -> list[OpGen]:
     fixed: dict[str, Any] = {"dynamic": False, "empty": False, "layouts": False, "boundary": False}
     f32 = {"dtype": {"torch_dtype": "float32"}}
-    img = {"ranks": (4,), "base_rank": 4, **fixed}
+    img: dict[str, Any] = {"ranks": (4,), "base_rank": 4, **fixed}
     return [
         OpGen("aten::rand.default", "random", lambda s, a: ([[2, 3, 4]], dict(f32)), ranks=(3,), shape_only=True, **fixed),
         OpGen("aten::randn.default", "random", lambda s, a: ([[2, 3, 4]], dict(f32)), ranks=(3,), shape_only=True, **fixed),

@@ -112,7 +112,7 @@ def build_hf(case: Case, axes: Any, seed: int) -> Any:
             super().__init__()
             self.inner = inner.get_encoder() if m.extra.get("encoder_only") else inner
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def forward(self, x: torch.Tensor) -> Any:
             kwargs: dict[str, Any] = {"return_dict": True}
             if m.inputs == "text":
                 kwargs["input_ids"] = x
@@ -142,7 +142,7 @@ def build_hf(case: Case, axes: Any, seed: int) -> Any:
     if not dynamic:
         return Built(Tiny().eval(), example, example, None, task=m.task)
     dim = 0 if m.dynamic == "B" else 1
-    ds = ({dim: torch.export.Dim(m.dynamic, min=1 if dim == 0 else 2, max=8 if dim == 0 else 32)},)
+    ds = ({dim: torch.export.Dim(str(m.dynamic), min=1 if dim == 0 else 2, max=8 if dim == 0 else 32)},)
     run = make(3, m.seq, 7919) if dim == 0 else make(2, 12, 7919)
     return Built(Tiny().eval(), example, run, ds, flat_dynamic_shapes=ds, task=m.task)
 

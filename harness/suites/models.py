@@ -44,7 +44,7 @@ def _cnn() -> Any:
             self.pool = nn.MaxPool2d(2, 2)
             self.fc = nn.Linear(32, 10)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def forward(self, x: torch.Tensor) -> Any:
             x = self.pool(torch.relu(self.bn1(self.conv1(x))))
             x = torch.relu(self.bn2(self.conv2(x)))
             return self.fc(x.mean(dim=(2, 3)))
@@ -73,7 +73,7 @@ def _dwpw() -> Any:
             self.pw2 = nn.Sequential(nn.Conv2d(h, c, 1, bias=False), nn.BatchNorm2d(c))
             self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, 10))
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def forward(self, x: torch.Tensor) -> Any:
             return self.head(x + self.pw2(self.dw(self.pw1(x))))
 
     return InvertedResidual()
@@ -91,7 +91,7 @@ def _rnn(cell: str) -> Any:
             self.rnn = getattr(nn, cell)(16, 32, batch_first=True)
             self.fc = nn.Linear(32, 10)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def forward(self, x: torch.Tensor) -> Any:
             out, _ = self.rnn(x)
             return self.fc(out[:, -1])
 
@@ -116,7 +116,7 @@ def _encoder() -> Any:
             self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
             self.fc = nn.Linear(32, 10)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def forward(self, x: torch.Tensor) -> Any:
             return self.fc(self.layer(x).mean(dim=1))
 
     return TinyEncoder()
@@ -139,7 +139,7 @@ def _attention_lm() -> Any:
             self.head = nn.Linear(d, vocab)
             self.heads = heads
 
-        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        def forward(self, ids: torch.Tensor) -> Any:
             x = self.emb(ids)
             b, t, d = x.shape
             q, k, v = self.qkv(self.norm(x)).split(d, dim=-1)

@@ -166,7 +166,8 @@ def _descriptors() -> list[dict[str, Any]]:
     if res.returncode != 0:
         tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"cannot collect the upstream ExecuTorch operator tests: {tail}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    found: list[dict[str, Any]] = json.loads(res.stdout.strip().splitlines()[-1])
+    return found
 
 
 def upstream_cases() -> list[Case]:
@@ -181,7 +182,7 @@ def upstream_cases() -> list[Case]:
         if d.get("broken"):
             spec["broken"] = d["broken"]
         cases.append(Case(
-            id=f"op.{op}.{variant}_{d['call']}".replace("[", "_").replace("]", "_"), suite=SUITE, kind="upstream",
+            id=f"upstream.{op}.{variant}_{d['call']}".replace("[", "_").replace("]", "_"), suite=SUITE, kind="upstream",
             spec=spec, op=None, tags=("upstream", op), dtypes=(d["dtype"],), shapes=("dynamic" if d["dynamic"] else "static",),
             source=f"{PACKAGE}.{d['module']}::{d['function']}",
         ))

@@ -13,13 +13,14 @@ from harness.backends.executorch import ExecuTorchBackend
 
 class FaultBackend(ExecuTorchBackend):
     name = "fault"
+    extra_keys = frozenset({"options"})  # this backend's own recipe key, beside ExecuTorch's
 
     def __init__(self) -> None:
         self.offset = 0.0
 
-    def lower(self, recipe: Any, ep: Any) -> tuple[Any, dict[str, Any]]:
-        lowered, stats = super().lower(recipe, ep)
-        opts = recipe.raw.get("options") or {}
+    def lower(self, recipe: Any, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
+        lowered, stats = super().lower(recipe, ep, built)
+        opts = recipe.options.extra.get("options") or {}
         self.offset = float(opts.get("offset", 1.0)) if opts.get("op") in stats["undelegated_ops"] else 0.0
         return lowered, stats
 

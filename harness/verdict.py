@@ -1,0 +1,254 @@
+"""One status decision: stage outcomes in, one ``Record`` out (torch-free).
+
+Every status bti writes is decided here, by ``decide`` (one attempt) and ``settle_attempts`` (an
+item re-run under ``--rerun-failures``). The stages (``harness.stages``), the parent's settling
+(UNAVAILABLE, SKIP), the pool (CRASH, TIMEOUT) and the reruns only *describe* what happened, as
+frozen outcome objects; none of them sets a status or touches a record dict.
+
+The order of the decision:
+
+1. a status fixed before any stage ran, or by the pool (UNAVAILABLE, SKIP, CRASH, TIMEOUT);
+2. a harness error: ERROR (a bti bug or a broken environment, never the backend's fault);
+3. the first stage that raised, or whose result broke the backend contract: that stage's FAIL_*;
+4. the comparison with the reference: FAIL_MISMATCH;
+5. the recipe's ``expect`` rule (what must be delegated): FAIL_DELEGATION;
+6. PASS, or PASS_UNDELEGATED when a partitioner took nothing;
+7. the recipe's ``xfail`` rule: an expected failure (named status and message) is XFAIL; a pass is
+   XPASS; any other failure stays a failure, with the xfail reason beside it;
+8. the triage hint of a failure: upstream, backend, infra or flake (see ``triage``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import first_line
+from harness.status import Stage, Status
+
+if TYPE_CHECKING:
+    from harness.recipes import Recipe
+    from harness.results import Record
+    from harness.spec.case import Item
+
+from harness.results import SCHEMA
+
+TRIAGE = ("upstream", "backend", "infra", "flake")
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    type: str
+    message: str
+    trace: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message, "trace": self.trace}
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """One stage that ran: its time, and what went wrong, if anything.
+
+    ``error``: the stage raised. ``fault``: it returned, but broke the backend contract (a non-tensor
+    output, a write into its input tensors); either fails the stage."""
+
+    stage: Stage
+    seconds: float
+    error: ErrorInfo | None = None
+    fault: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or self.fault is not None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    message: str
+    outputs: tuple[Mapping[str, Any], ...]
+    tolerance: Mapping[str, Any]
+    accuracy: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Program:
+    """A serialized program: its size, hash and delegate blobs."""
+
+    size: int
+    sha256: str
+    blobs: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything that happened to one item on one attempt (every field optional: a backend without a
+    stage, or an item that never reached it, leaves it out)."""
+
+    stages: tuple[StageOutcome, ...] = ()
+    fixed: Status | None = None  # decided without the stages: UNAVAILABLE, SKIP, CRASH, TIMEOUT
+    fixed_detail: str = ""
+    harness_error: ErrorInfo | None = None
+    partition: Mapping[str, Any] | None = None
+    program: Program | None = None
+    load_ms: float | None = None
+    latency_ms: Mapping[str, float] | None = None
+    comparison: Comparison | None = None
+    artifacts: Mapping[str, str] | None = None
+    memory_mb: Mapping[str, float] | None = None  # this item's own peak RSS: {"aot": .., "run": ..}
+    peak_rss_mb: float | None = None
+    duration_s: float | None = None
+    worker_pid: int | None = None
+    control: Status | None = None  # the control recipe's status on the same case and axes
+    baseline: Mapping[str, Any] = field(default_factory=dict)
+
+
+def base_record(item: Item, recipe: Recipe, run_id: str, attempt: int = 1) -> Record:
+    return {
+        "kind": "result", "schema": SCHEMA, "id": item.id, "case": item.case.id, "suite": item.case.suite,
+        "op": item.case.op, "tags": list(item.case.tags), "recipe": recipe.name, "backend": recipe.backend,
+        "axes": item.axes.as_dict(), "seed": item.seed, "spec_hash": item.case.spec_hash, "run_id": run_id,
+        "attempt": attempt,
+    }
+
+
+def decide(item: Item, recipe: Recipe, outcome: Outcome, run_id: str, attempt: int = 1,
+           control_recipe: str | None = None) -> Record:
+    """Assemble the record of one attempt and decide its status."""
+    rec = base_record(item, recipe, run_id, attempt)
+    _fill(rec, outcome)
+    status, detail, error = _status(recipe, item, outcome)
+    if error is not None:
+        rec["error"] = error.as_dict()
+    status, detail, xfail = _apply_xfail(recipe, item, outcome, status, detail, error)
+    rec["status"] = status.value
+    rec["detail"] = detail
+    if xfail is not None:
+        rec["xfail"] = xfail
+    hint = triage(status, outcome.control, recipe.name == control_recipe)
+    if hint:
+        rec["triage"] = hint
+    return rec
+
+
+def _fill(rec: Record, o: Outcome) -> None:
+    if o.stages:
+        rec["stages"] = {s.stage.value: s.seconds for s in o.stages}
+    if o.partition is not None:
+        rec["partition"] = dict(o.partition)
+    if o.program is not None:
+        rec["pte_bytes"] = o.program.size
+        rec["pte_sha256"] = o.program.sha256
+        rec["delegate_blobs"] = [dict(b) for b in o.program.blobs]
+    if o.load_ms is not None:
+        rec["load_ms"] = o.load_ms
+    if o.latency_ms is not None:
+        rec["latency_ms"] = dict(o.latency_ms)
+    if o.comparison is not None:
+        rec["outputs"] = [dict(s) for s in o.comparison.outputs]  # type: ignore[misc]
+        rec["tolerance"] = dict(o.comparison.tolerance)
+        if o.comparison.accuracy:
+            rec["accuracy"] = dict(o.comparison.accuracy)
+    if o.artifacts is not None:
+        rec["artifacts"] = dict(o.artifacts)
+    if o.memory_mb is not None:
+        rec["memory_mb"] = dict(o.memory_mb)
+    if o.peak_rss_mb is not None:
+        rec["peak_rss_mb"] = o.peak_rss_mb
+    if o.duration_s is not None:
+        rec["duration_s"] = o.duration_s
+    if o.worker_pid is not None:
+        rec["worker_pid"] = o.worker_pid
+    if o.baseline:
+        rec["baseline"] = dict(o.baseline)
+
+
+def _status(recipe: Recipe, item: Item, o: Outcome) -> tuple[Status, str, ErrorInfo | None]:
+    if o.fixed is not None:
+        error = ErrorInfo(o.fixed.value, o.fixed_detail) if o.fixed.is_failure else None
+        return o.fixed, o.fixed_detail, error
+    if o.harness_error is not None:
+        return Status.ERROR, f"harness error: {first_line(o.harness_error.message)}", o.harness_error
+    for s in o.stages:
+        if s.error is not None:
+            return s.stage.failure, f"{s.stage.value}: {first_line(s.error.message)}", s.error
+        if s.fault is not None:
+            msg = f"the backend's fault: {s.fault}"
+            return s.stage.failure, f"{s.stage.value}: {msg}", ErrorInfo("BackendContract", msg)
+    if o.comparison is not None and not o.comparison.ok:
+        return Status.FAIL_MISMATCH, o.comparison.message[:1000], None
+    part = o.partition or {}
+    missing = _missing_delegation(recipe, item, part)
+    if missing:
+        return Status.FAIL_DELEGATION, missing, ErrorInfo("Delegation", missing)
+    if part.get("partitioned") and part.get("delegated_nodes", 0) == 0:
+        return (Status.PASS_UNDELEGATED,
+                "correct, but nothing was delegated: " + ", ".join(sorted(part.get("undelegated_ops", {})))[:300], None)
+    return Status.PASS, "", None
+
+
+def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> str:
+    rule = recipe.expectation(item.group, item.case.suite)
+    if rule is None or not part:
+        return ""
+    delegated = part.get("delegated_ops") or {}
+    undelegated = part.get("undelegated_ops") or {}
+    # an expected op counts only if the program has it: a case without the op has nothing to delegate
+    absent = [op for op in rule.delegated_ops if op in undelegated and op not in delegated]
+    problems = []
+    if absent:
+        problems.append(f"expected delegated, ran on the portable runtime: {', '.join(absent)}")
+    pct = float(part.get("delegated_pct") or 0.0)
+    if rule.min_delegated_pct is not None and pct < rule.min_delegated_pct:
+        problems.append(f"{pct:g}% of nodes delegated, the recipe expects at least {rule.min_delegated_pct:g}%")
+    return "; ".join(problems)
+
+
+def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail: str,
+                 error: ErrorInfo | None) -> tuple[Status, str, dict[str, str] | None]:
+    part = o.partition or {}
+    delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
+    rule = recipe.xfail_rule(item.group, item.case.suite, delegated)
+    if rule is None or status in (Status.SKIP, Status.UNAVAILABLE):
+        return status, detail, None
+    info = {"reason": rule.reason, "expects": rule.describe()}
+    if status.is_pass:
+        return Status.XPASS, f"expected to fail ({rule.describe()}: {rule.reason}) but passed", info
+    message = f"{detail}\n{error.message}" if error is not None else detail
+    if status.is_failure and status is not Status.ERROR and rule.expects(status, message):
+        info["status"] = status.value
+        return Status.XFAIL, f"{status.value}: {detail} [xfail: {rule.reason}]", info
+    return status, f"{detail} [unexpected: the xfail rule expects {rule.describe()}: {rule.reason}]", info
+
+
+def triage(status: Status, control: Status | None, is_control: bool) -> str | None:
+    """Who should look first: ``upstream`` (fails before the backend, or on the control recipe too),
+    ``backend`` (only this recipe fails), ``infra`` (a crash, hang or harness/environment error) or
+    ``flake`` (attempts disagree). None for anything that is not a failure."""
+    if not status.is_failure or status is Status.XPASS:
+        return None
+    if status is Status.FLAKY:
+        return "flake"
+    if status is Status.FAIL_EXPORT or is_control:
+        return "upstream"
+    if control is not None and (control.is_failure or control is Status.XFAIL) and control is not Status.FLAKY:
+        return "upstream"
+    if status.is_infra or status is Status.ERROR:
+        return "infra"
+    return "backend"
+
+
+def settle_attempts(attempts: Sequence[Record]) -> Record:
+    """The final record of an item run more than once: the last attempt, with every attempt listed;
+    FLAKY when their statuses disagree."""
+    last = dict(attempts[-1])
+    last["attempts"] = [{"attempt": a.get("attempt", i + 1), "status": a["status"], "detail": a.get("detail", "")[:300]}
+                        for i, a in enumerate(attempts)]
+    statuses = [a["status"] for a in attempts]
+    if len(set(statuses)) > 1:
+        last["status"] = Status.FLAKY.value
+        last["detail"] = "attempts disagree: " + ", ".join(statuses)
+        last["triage"] = "flake"
+    return last  # type: ignore[return-value]
