@@ -11,7 +11,7 @@ ARGS    ?=
 $(STAMP): pyproject.toml package.json
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e ".[test,openvino,models]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,openvino,models,onnx]"
 	npm install --silent --no-audit --no-fund
 	touch $(STAMP)
 

@@ -74,6 +74,8 @@ def cli() -> None:
               ".bpte: inputs + eager reference outputs) to OUT_DIR/programs/ for `bti bench` or a device. Runs cached items again.")
 @click.option("--rerun-failures", type=click.IntRange(0, 10), default=0, show_default=True,
               help="Re-run each failing item up to N times in a fresh worker; items whose attempts disagree are FLAKY.")
+@click.option("--baseline", help="A recipe whose outputs are the reference instead of eager CPU (added to the run); items "
+              "whose baseline failed are BLOCKED. Turns result reuse off.")
 @click.option("--control", default="portable", show_default=True,
               help="Triage: a failure this recipe (when in the run) shares on the same case is marked upstream.")
 @click.option("--upstream-repo", help="Upstream owner/name being tested (recorded in the header).")
@@ -100,7 +102,7 @@ def run(**kw: Any) -> None:
         shard=kw["shard"], durations=kw["durations"], upstream=upstream, speedups=not kw["no_speedups"],
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
         bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
-        control=kw["control"] or None, rerun_failures=kw["rerun_failures"],
+        control=kw["control"] or None, rerun_failures=kw["rerun_failures"], baseline=kw["baseline"],
     )
     bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
     try:

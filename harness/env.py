@@ -70,8 +70,11 @@ def rss_mb() -> float:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size so far, in MiB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """This process's peak resident set size so far, in MiB (kept across ``PeakMeter`` resets)."""
+    return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, _HIGH_WATER)
+
+
+_HIGH_WATER = 0.0  # the highest peak a PeakMeter saw: its resets also reset the kernel's ru_maxrss
 
 
 class PeakMeter:
@@ -91,15 +94,20 @@ class PeakMeter:
             self.exact = False
 
     def peak(self) -> float:
+        global _HIGH_WATER
+        value = None
         if self.exact:
             try:
                 with open("/proc/self/status") as fh:
                     for line in fh:
                         if line.startswith("VmHWM:"):
-                            return round(int(line.split()[1]) / 1024.0, 1)
+                            value = round(int(line.split()[1]) / 1024.0, 1)
             except OSError:
                 pass
-        return round(peak_rss_mb(), 1)
+        if value is None:
+            value = round(peak_rss_mb(), 1)
+        _HIGH_WATER = max(_HIGH_WATER, value)
+        return value
 
 
 def versions() -> dict[str, str]:

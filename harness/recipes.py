@@ -174,8 +174,8 @@ class Recipe:
         caps = self.capabilities
         if shape == "dynamic" and not caps.dynamic:
             return f"capability: recipe {self.name} does not support dynamic shapes"
-        rank = item.case.spec.get("rank") if isinstance(item.case.spec, dict) else None
-        if caps.ranks and isinstance(rank, int) and rank not in caps.ranks:
+        rank = case_rank(item.case.spec)
+        if caps.ranks and rank is not None and rank not in caps.ranks:
             return f"capability: recipe {self.name} supports ranks {', '.join(map(str, caps.ranks))}, not {rank}"
         if caps.quantization and self.quantization and self.quantization not in caps.quantization:
             return f"capability: recipe {self.name} supports quantization {', '.join(caps.quantization)}, not {self.quantization}"
@@ -184,11 +184,20 @@ class Recipe:
                 return rule.reason
         return None
 
-    def xfail_rule(self, key: str, suite: str = "", delegated: bool | None = None) -> Rule | None:
-        return next((rule for rule in self.xfail if rule.applies(key, suite, delegated)), None)
+    def xfail_rules(self, key: str, suite: str = "", delegated: bool | None = None) -> list[Rule]:
+        """Every xfail rule that lists the item, in file order."""
+        return [rule for rule in self.xfail if rule.applies(key, suite, delegated)]
 
     def expectation(self, key: str, suite: str = "") -> Rule | None:
         return next((rule for rule in self.expect if rule.applies(key, suite)), None)
+
+
+def case_rank(spec: Mapping[str, Any]) -> int | None:
+    """The rank of an operator case's first tensor input (None for models and other kinds)."""
+    for arg in spec.get("args") or []:
+        if isinstance(arg, dict) and isinstance(arg.get("tensor"), dict):
+            return len(arg["tensor"].get("shape") or [])
+    return None
 
 
 def recipe_dirs() -> list[Path]:

@@ -43,6 +43,7 @@ class Header(TypedDict, total=False):
     merged_from: list[dict[str, Any]]  # bti merge: run_id and shard of each input
     control: str | None  # the control recipe triage compares with (--control)
     rerun_failures: int  # --rerun-failures N
+    baseline: str | None  # --baseline: the recipe whose outputs were the reference
 
 
 class OutputStats(TypedDict, total=False):
@@ -248,7 +249,8 @@ def read_latest(path: Path) -> tuple[Header, list[Record]]:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """UTF-8; a lone surrogate (a results file can carry one, escaped in JSON) becomes U+FFFD's stand-in."""
+    atomic_write_bytes(path, text.encode("utf-8", "replace"))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -21,6 +21,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,9 +35,10 @@ from harness.recipes import Recipe
 from harness.results import Record
 from harness.spec.case import Item
 from harness.status import Stage, Status
-from harness.verdict import Comparison, ErrorInfo, Outcome, Program, StageOutcome, decide
+from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, decide
 
 T = TypeVar("T")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Stop(Exception):
@@ -53,12 +55,17 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def error_info(exc: BaseException) -> ErrorInfo:
     """Type, message and trace tail; a wrapped error (pass managers re-raise) names its root cause."""
-    msg = str(exc).strip() or type(exc).__name__
+    msg = _text(str(exc).strip() or type(exc).__name__)
     root = root_cause(exc)
     if root is not exc:
         msg = f"{first_line(msg)} — caused by {type(root).__name__}: {str(root).strip()}"
     frames = traceback.format_exception(type(root), root, root.__traceback__)
-    return ErrorInfo(type(root).__name__, msg[:4000], "".join(frames[-8:])[-4000:])
+    return ErrorInfo(type(root).__name__, _text(msg[:4000]), _text("".join(frames[-8:])[-4000:]))
+
+
+def _text(s: str) -> str:
+    """A backend's message as valid Unicode: lone surrogates become U+FFFD."""
+    return _SURROGATE.sub("\ufffd", s)
 
 
 class StageLog:
@@ -90,7 +97,7 @@ def _to_numpy(value: Any) -> np.ndarray:
     import torch
 
     if isinstance(value, torch.Tensor):
-        t = value.detach()
+        t = value.detach().cpu()
         if t.is_complex():  # compare real and imaginary parts as a trailing dim of 2
             t = torch.view_as_real(t.resolve_conj())
         if t.dtype == torch.bfloat16:
@@ -132,10 +139,8 @@ def reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
 class Group:
     """The shared part of a (case, axes) group: built module, pristine inputs, reference, exported program."""
 
-    def __init__(self, item: Item) -> None:
-        import torch
-
-        from harness.spec.build import build_op
+    def __init__(self, item: Item, prebuilt: Any = None) -> None:
+        from harness.spec.build import build_op, build_pair
         from harness.spec.build_model import build_model
         from harness.suites.hf_models import build_hf
         from harness.suites.tv_models import build_tv
@@ -147,21 +152,42 @@ class Group:
         self.ref_mutates = False  # the eager module itself writes into its inputs
         log = StageLog()
 
-        def export() -> None:
-            builders = {"model": build_model, "upstream": build_upstream, "hf": build_hf, "tv": build_tv}
+        def build() -> None:
+            builders = {"model": build_model, "upstream": build_upstream, "hf": build_hf, "tv": build_tv, "pair": build_pair}
             builder = builders.get(item.case.kind, build_op)
-            self.built = builder(item.case, item.axes, item.seed)
+            self.built = prebuilt if prebuilt is not None else builder(item.case, item.axes, item.seed)
             ref_inputs = clone_inputs(self.built.run)
             self.ref = reference(self.built, ref_inputs)
             self.ref_mutates = not inputs_equal(ref_inputs, self.built.run)
-            self.ep = torch.export.export(
-                self.built.module, clone_inputs(self.built.example), dynamic_shapes=self.built.dynamic_shapes, strict=False
-            )
 
         with contextlib.suppress(_Stop):
-            log(Stage.EXPORT, export)
-        self.outcomes = tuple(log.done)
-        self.failed = any(s.failed for s in self.outcomes)
+            log(Stage.EXPORT, build)
+        self.built_outcome = log.done[0]
+        self._exported: StageOutcome | None = None
+        self._other: Group | None = None
+        self.item = item
+
+    def pair_other(self) -> Group:
+        """A pair case's b side: its own module (and eager reference), a's inputs."""
+        if self._other is None:
+            self._other = Group(self.item, prebuilt=self.built.pair_b)
+        return self._other
+
+    def outcomes(self, export: bool) -> tuple[StageOutcome, ...]:
+        """The shared export stage, as a backend sees it: building the module and its reference, and
+        ``torch.export`` only for a backend that takes an exported program (done once, on first need)."""
+        if not export or self.built_outcome.failed:
+            return (self.built_outcome,)
+        if self._exported is None:
+            import torch
+
+            log = StageLog()
+            with contextlib.suppress(_Stop):
+                self.ep = log(Stage.EXPORT, lambda: torch.export.export(
+                    self.built.module, clone_inputs(self.built.example), dynamic_shapes=self.built.dynamic_shapes, strict=False))
+            done = log.done[0]
+            self._exported = dataclasses.replace(done, seconds=round(done.seconds + self.built_outcome.seconds, 6))
+        return (self._exported,)
 
     def fresh_built(self) -> Any:
         """The built case with its own copies of the inputs, for one backend call."""
@@ -210,28 +236,59 @@ def output_fault(outs: Any) -> str | None:
 
 
 def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: str | None = None,
-             control: Status | None = None, control_recipe: str | None = None, attempt: int = 1) -> Record:
+             control: Status | None = None, control_recipe: str | None = None, attempt: int = 1,
+             refs: Baseline | None = None) -> tuple[Record, list[Any] | None, float | None]:
+    """One item: (its record, its outputs and median latency when it ran to the end). ``refs``: compare
+    with a baseline recipe's outputs instead of the eager reference."""
+    if refs is None and not group.built_outcome.failed and group.built.pair_b is not None:
+        # a pair: b runs first on the same backend (its own eager reference checks it), then a is
+        # compared with b's outputs
+        rec_b, outs_b, median_b = run_item(item, recipe, group.pair_other(), run_id, None, control, control_recipe, attempt)
+        if outs_b is None or not Status(rec_b["status"]).is_pass:
+            rec_b["detail"] = f"pair b ({item.case.spec['b']}): {rec_b.get('detail', '')}"[:1000]
+            return rec_b, None, None
+        refs = Baseline(f"pair:{item.case.spec['b']}", rec_b["status"], outs_b, median_b)
     t_start = time.perf_counter()
-    log = StageLog(group.outcomes)
     facts: dict[str, Any] = {}
     harness_error = None
+    log = StageLog()
+    outs: list[Any] = []
     try:
-        if group.failed:
+        backend: Backend = get_backend(recipe.backend)
+        log = StageLog(group.outcomes(export=getattr(backend, "needs_export", True)))
+        if any(s.failed for s in log.done):
             raise _Stop
-        _run_stages(item, recipe, group, log, facts, bundle_dir)
+        _run_stages(backend, item, recipe, group, log, facts, bundle_dir, outs, refs)
     except _Stop:
         pass
     except Exception as exc:  # bti's own code failed: never the backend's fault
         harness_error = error_info(exc)
     duration = round(time.perf_counter() - t_start + log.seconds(Stage.EXPORT), 6)
+    median = (facts.get("latency_ms") or {}).get("median")
+    if refs is not None:
+        ratio = round(median / refs.median_ms, 4) if median and refs.median_ms else None
+        if refs.recipe.startswith("pair:"):
+            facts["baseline"] = {"pair_b": refs.recipe[5:], "status": refs.status, "latency_ratio": ratio}
+        else:
+            facts["baseline"] = {"recipe": refs.recipe, "status": refs.status, "latency_ratio": ratio}
     outcome = Outcome(stages=tuple(log.done), harness_error=harness_error, duration_s=duration,
                       peak_rss_mb=round(peak_rss_mb(), 1), control=control, **facts)
-    return decide(item, recipe, outcome, run_id, attempt, control_recipe)
+    rec = decide(item, recipe, outcome, run_id, attempt, control_recipe)
+    return rec, (outs if "comparison" in facts else None), median
 
 
-def _run_stages(item: Item, recipe: Recipe, group: Group, stage: StageLog, facts: dict[str, Any],
-                bundle_dir: str | None) -> None:
-    backend: Backend = get_backend(recipe.backend)
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline recipe's outputs on one group (on the CPU), its status and median latency."""
+
+    recipe: str
+    status: str
+    outputs: list[Any]
+    median_ms: float | None
+
+
+def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stage: StageLog, facts: dict[str, Any],
+                bundle_dir: str | None, keep: list[Any], refs: Baseline | None) -> None:
     meter = PeakMeter()
     meter.start()
     ep = group.ep
@@ -270,14 +327,15 @@ def _run_stages(item: Item, recipe: Recipe, group: Group, stage: StageLog, facts
     lat["repeats"] = len(samples)
     facts["latency_ms"] = lat
     outs = list(outs)
-    facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs))
+    keep.extend(o.detach().cpu().clone() if hasattr(o, "detach") else o for o in outs)
+    facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs, refs))
     if bundle_dir:
         name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
 
 
-def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any]) -> Comparison:
-    refs = group.ref
+def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None) -> Comparison:
+    refs = group.ref if baseline is None else baseline.outputs
     tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
     case_tol = item.case.spec.get("tolerance") or {}
     if not recipe.quantized:
@@ -285,7 +343,7 @@ def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any]) -> Compa
     elif case_tol.get("shape_only"):
         tol["shape_only"] = True
     dtypes = None
-    if not group.built.ref_dtype:
+    if not group.built.ref_dtype or baseline is not None:
         dtypes = [(_dtype_name(o), _dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
     verdict = compare([_to_numpy(o) for o in outs], [_to_numpy(r) for r in refs], tol, dtypes)
     accuracy = None
@@ -321,13 +379,39 @@ def warm_up(recipes: list[Recipe]) -> None:
 
 def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
                   on_start: Callable[[str], None], emit: Callable[[Record], None], bundle_dir: str | None = None,
-                  control_recipe: str | None = None, control: Status | None = None, attempt: int = 1) -> None:
+                  control_recipe: str | None = None, context: GroupContext | None = None, attempt: int = 1,
+                  baseline_recipe: str | None = None) -> None:
     """Run every item of one group, calling ``on_start(item_id)`` before and ``emit(record)`` after each.
-    The control recipe's item (if in the group) runs first, so the others' triage can name it."""
+    The baseline recipe's item runs first (its outputs are the others' reference), then the control
+    recipe's (so the others' triage can name it)."""
+    context = context or GroupContext()
     group = Group(items[0])
-    for item in sorted(items, key=lambda it: it.recipe != control_recipe):
+    control = context.control
+    baseline: Baseline | None = None
+    blocked = context.baseline  # (status, detail) of a baseline that gave no outputs
+    if baseline_recipe and not any(it.recipe == baseline_recipe for it in items) and blocked and blocked[0].is_pass:
+        # the baseline passed in an earlier worker (this group was requeued after a crash): compute its
+        # outputs again, without recording it twice
+        again = Item(items[0].case, baseline_recipe, items[0].axes)
+        _, outs, median = run_item(again, recipes[baseline_recipe], group, run_id)
+        baseline = Baseline(baseline_recipe, blocked[0].value, outs, median) if outs is not None else None
+    order = sorted(items, key=lambda it: (it.recipe != baseline_recipe, it.recipe != control_recipe))
+    for item in order:
         on_start(item.id)
-        rec = run_item(item, recipes[item.recipe], group, run_id, bundle_dir, control, control_recipe, attempt)
+        recipe = recipes[item.recipe]
+        if baseline_recipe and item.recipe != baseline_recipe and baseline is None:
+            status, detail = blocked or (Status.BLOCKED, "it did not run")
+            why = f"baseline {baseline_recipe} gave no outputs to compare with: {status.value}: {detail}"[:1000]
+            rec = decide(item, recipe, Outcome(fixed=Status.BLOCKED, fixed_detail=why), run_id, attempt, control_recipe)
+        else:
+            rec, outs, median = run_item(item, recipe, group, run_id, bundle_dir, control, control_recipe, attempt,
+                                         refs=baseline if item.recipe != baseline_recipe else None)
+            if item.recipe == baseline_recipe:
+                status = Status(rec["status"])
+                if outs is not None and (status.is_pass or status is Status.XPASS):
+                    baseline = Baseline(baseline_recipe, status.value, outs, median)
+                else:
+                    blocked = (status, rec.get("detail", ""))
         if item.recipe == control_recipe:
             control = Status(rec["status"])
         emit(rec)

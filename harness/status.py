@@ -33,6 +33,7 @@ class Status(StrEnum):
     PASS_UNDELEGATED = "PASS_UNDELEGATED"
     SKIP = "SKIP"
     UNAVAILABLE = "UNAVAILABLE"
+    BLOCKED = "BLOCKED"
     XFAIL = "XFAIL"
     XPASS = "XPASS"
     FAIL_EXPORT = "FAIL_EXPORT"
@@ -75,18 +76,20 @@ class Status(StrEnum):
     def emoji(self) -> str:
         if self.is_pass:
             return "✅"
-        if self in (Status.SKIP, Status.UNAVAILABLE, Status.XFAIL):
+        if self in (Status.SKIP, Status.UNAVAILABLE, Status.XFAIL, Status.BLOCKED):
             return "⚪"
         return "❌"
 
 
-_OK = frozenset({Status.PASS, Status.PASS_UNDELEGATED, Status.SKIP, Status.UNAVAILABLE, Status.XFAIL})
+# BLOCKED is not a failure of its own: the baseline's failure, recorded on the baseline's item, is.
+_OK = frozenset({Status.PASS, Status.PASS_UNDELEGATED, Status.SKIP, Status.UNAVAILABLE, Status.XFAIL, Status.BLOCKED})
 
 _LABELS = {
     Status.PASS: "pass",
     Status.PASS_UNDELEGATED: "pass (not delegated)",
     Status.SKIP: "skipped",
     Status.UNAVAILABLE: "backend unavailable",
+    Status.BLOCKED: "not compared: the baseline gave no outputs",
     Status.XFAIL: "expected failure",
     Status.XPASS: "unexpected pass",
     Status.FAIL_EXPORT: "model/export failed (not the backend)",

@@ -105,6 +105,15 @@ class Outcome:
     baseline: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class GroupContext:
+    """What the parent knows about a group before a worker runs it: the control recipe's status there
+    (triage), and the baseline recipe's status and detail (``--baseline``)."""
+
+    control: Status | None = None
+    baseline: tuple[Status, str] | None = None
+
+
 def base_record(item: Item, recipe: Recipe, run_id: str, attempt: int = 1) -> Record:
     return {
         "kind": "result", "schema": SCHEMA, "id": item.id, "case": item.case.id, "suite": item.case.suite,
@@ -210,16 +219,19 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
                  error: ErrorInfo | None) -> tuple[Status, str, dict[str, str] | None]:
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
-    rule = recipe.xfail_rule(item.group, item.case.suite, delegated)
-    if rule is None or status in (Status.SKIP, Status.UNAVAILABLE):
+    rules = recipe.xfail_rules(item.group, item.case.suite, delegated)
+    if not rules or status in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED):
         return status, detail, None
+    message = f"{detail}\n{error.message}" if error is not None else detail
+    if status.is_failure and status is not Status.ERROR:
+        for rule in rules:  # any rule that names this failure holds it
+            if rule.expects(status, message):
+                info = {"reason": rule.reason, "expects": rule.describe(), "status": status.value}
+                return Status.XFAIL, f"{status.value}: {detail} [xfail: {rule.reason}]", info
+    rule = rules[0]
     info = {"reason": rule.reason, "expects": rule.describe()}
     if status.is_pass:
         return Status.XPASS, f"expected to fail ({rule.describe()}: {rule.reason}) but passed", info
-    message = f"{detail}\n{error.message}" if error is not None else detail
-    if status.is_failure and status is not Status.ERROR and rule.expects(status, message):
-        info["status"] = status.value
-        return Status.XFAIL, f"{status.value}: {detail} [xfail: {rule.reason}]", info
     return status, f"{detail} [unexpected: the xfail rule expects {rule.describe()}: {rule.reason}]", info
 
 

@@ -1,7 +1,8 @@
 """A deliberately misbehaving backend for the fault tests (ExecuTorch portable underneath).
 
 Recipe key ``options`` (this backend's own, declared through ``extra_keys``): ``fault`` (segfault |
-abort | sleep | perturb | noise | raise_lower | none_output | write_inputs | flaky, wrong on each program's first
+abort | sleep | perturb | noise | raise_lower | none_output | write_inputs |
+hostile_lower | alloc | flaky, wrong on each program's first
 attempt: needs ``BTI_FAULT_STATE``, a directory) and ``op`` (an
 edge op name such as ``aten.mul.Tensor``): the fault fires only for programs containing that op,
 so every other item must come out intact.
@@ -39,6 +40,8 @@ class FaultBackend(ExecuTorchBackend):
         self.options = opts
         if self.armed == "raise_lower":
             raise RuntimeError("fault backend: refusing to lower on purpose")
+        if self.armed == "hostile_lower":  # what XML cannot carry, a CDATA end, and 2 MB
+            raise RuntimeError("hostile \x00 NUL \x1b[31m ESC \ud800 lone surrogate ]]> <!-- --> &amp; " + "x" * 2_000_000)
         return lowered, stats
 
     def run(self, handle: Any, inputs: tuple[Any, ...]) -> list[Any]:
@@ -51,12 +54,22 @@ class FaultBackend(ExecuTorchBackend):
             time.sleep(3600)
         if self.armed == "perturb":
             return [o + 1.0 for o in outs]
+        if self.armed == "alloc":  # 512 MiB touched once: this item's own peak, not the next item's
+            import numpy as np
+
+            block = np.ones(512 * 2**20, dtype=np.uint8)
+            del block
         if self.armed == "none_output":
             return None  # type: ignore[return-value]
         if self.armed == "write_inputs":
             for x in inputs:
                 x.mul_(3.0)  # a delegate that computes in place in its input buffers
             return outs
+        if self.armed == "noise":
+            import torch
+
+            gen = torch.Generator().manual_seed(0)
+            return [o + torch.randn(o.shape, generator=gen, dtype=o.dtype) * float(self.options.get("scale", 1e-7)) for o in outs]
         if self.armed == "flaky" and self.first_time:  # wrong on a program's first attempt only
             return [o + 1.0 for o in outs]
         return outs

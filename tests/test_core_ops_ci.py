@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 def test_core_ops_ci_sample(bti, tmp_path: Path) -> None:
     res = bti("run", "-s", "core-ops-ci", "-r", "portable", "-r", "xnnpack", "-r", "openvino", "-o", str(tmp_path),
               "--no-reuse", "--timeout", "300", timeout=1500)
+    assert (tmp_path / "results.jsonl").exists(), res.err
     records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[1:]]
     unexpected = [f"{r['id']}: {r['status']} {r.get('detail', '')[:160]}" for r in records
                   if r["status"] not in ("PASS", "PASS_UNDELEGATED", "XFAIL", "SKIP")]

@@ -16,6 +16,8 @@ composes them and never asks which backend it is:
   can run here, else a one-line reason naming the missing SDK, package, device or runtime.
 * ``warm(recipe, lower)`` — parent side, before workers fork: import what workers need, and with
   ``lower=True`` also lower a tiny model once, if that is fork-safe for this backend.
+* ``needs_export`` — False when ``lower`` uses only ``built.module`` (an eager device, ``torch.compile``):
+  bti then skips ``torch.export`` for it, and a case that does not export still runs there.
 * ``quantize(recipe, ep, built)`` → ExportedProgram.
 * ``lower(recipe, ep, built)`` → (lowered, partition stats or None). Stats: ``partitioned``,
   ``delegated_nodes``, ``undelegated_nodes``, ``total_nodes``, ``delegated_pct``, ``delegated_ops``,
@@ -71,6 +73,7 @@ class BaseBackend:
 
     name = "base"
     stages: frozenset[Stage] = frozenset()
+    needs_export = True  # False: lower() works from ``built.module`` and never reads ``ep`` (no torch.export)
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> Any:
         if raw:
@@ -105,6 +108,9 @@ def check_keys(raw: Mapping[str, Any], allowed: set[str] | frozenset[str], where
 
 BUILTIN: dict[str, str] = {
     "executorch": "harness.backends.executorch:ExecuTorchBackend",
+    "torch-eager": "harness.backends.torch_backends:TorchEagerBackend",
+    "torch-compile": "harness.backends.torch_backends:TorchCompileBackend",
+    "onnxruntime": "harness.backends.onnxruntime:OnnxRuntimeBackend",
 }
 
 

@@ -11,7 +11,7 @@ COLUMNS = (
     "id", "case", "suite", "op", "recipe", "dtype", "shape", "status", "detail", "delegated_nodes",
     "undelegated_nodes", "delegated_pct", "undelegated_ops", "pte_bytes", "delegate_bytes", "export_s", "quantize_s",
     "lower_s", "serialize_s", "load_ms", "latency_median_ms", "max_abs", "max_rel", "mae", "min_sqnr_db",
-    "min_cosine", "peak_rss_mb", "duration_s", "cached",
+    "min_cosine", "peak_rss_mb", "duration_s", "cached", "triage", "item_peak_run_mb", "baseline_latency_ratio",
 )
 
 
@@ -43,6 +43,8 @@ def row(rec: Record) -> dict[str, object]:
         "min_sqnr_db": _min([as_float(o.get("sqnr_db")) for o in outs]),
         "min_cosine": _min([as_float(o.get("cosine")) for o in outs]),
         "peak_rss_mb": rec.get("peak_rss_mb"), "duration_s": rec.get("duration_s"), "cached": bool(rec.get("cached")),
+        "triage": rec.get("triage") or "", "item_peak_run_mb": (rec.get("memory_mb") or {}).get("run"),
+        "baseline_latency_ratio": (rec.get("baseline") or {}).get("latency_ratio"),
     }
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from harness.report import safe
-from harness.report.summary import blocking_ops, by_recipe, failures, flaky, fmt_num, triage_counts, worst_sqnr
+from harness.report.summary import baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, triage_counts, worst_sqnr
 from harness.results import Record, status_of
 from harness.status import Status
 
@@ -71,6 +71,14 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
                 "| item | attempts |", "|---|---|"]
         out += [f"| {safe.code(r['id'])} | {_esc(' → '.join(a.get('status', '?') for a in r.get('attempts') or []))} |"
                 for r in flakes[:50]]
+        out.append("")
+    ratios = baseline_latency(records)
+    if ratios:
+        base = safe.code(header.get("baseline") or "?")
+        out += [f"## Latency against the baseline {base}", "",
+                "_Per item: this recipe's median latency over the baseline's on the same case; < 1 is faster._", "",
+                "| recipe | items | median ratio | p90 ratio |", "|---|---:|---:|---:|"]
+        out += [f"| {safe.code(name)} | {n} | {med:.3g} | {p90:.3g} |" for name, (n, med, p90) in ratios.items()]
         out.append("")
     blockers = blocking_ops(records)[:25]
     if blockers:

@@ -31,7 +31,7 @@ def payload(header: Header, records: list[Record], *, job_name: str, artifact_ur
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
     failed = [r for r in records if status_of(r).is_failure]
-    skipped = sum(1 for r in records if status_of(r) in (Status.SKIP, Status.UNAVAILABLE))
+    skipped = sum(1 for r in records if status_of(r) in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED))
     up = dict(header.get("upstream") or {})
     out: dict[str, Any] = {
         "status": status,

@@ -32,7 +32,7 @@ class RecipeSummary:
     @property
     def ran(self) -> int:
         """Items that were attempted (excludes SKIP and UNAVAILABLE)."""
-        return sum(n for s, n in self.counts.items() if s not in (Status.SKIP, Status.UNAVAILABLE))
+        return sum(n for s, n in self.counts.items() if s not in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED))
 
     @property
     def pass_rate(self) -> float:
@@ -110,3 +110,15 @@ def fmt_num(value: Any, digits: int = 3) -> str:
     if math.isnan(v):
         return "NaN"
     return f"{v:.{digits}g}"
+
+
+def baseline_latency(records: list[Record]) -> dict[str, tuple[int, float, float]]:
+    """Per recipe, against the baseline: (items, median and p90 of the per-item latency ratios)."""
+    import numpy as np
+
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for rec in records:
+        ratio = (rec.get("baseline") or {}).get("latency_ratio")
+        if isinstance(ratio, (int, float)) and ratio > 0:
+            ratios[rec["recipe"]].append(float(ratio))
+    return {name: (len(v), float(np.median(v)), float(np.percentile(v, 90))) for name, v in sorted(ratios.items())}

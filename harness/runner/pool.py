@@ -33,6 +33,7 @@ from harness.recipes import Recipe
 from harness.results import Record
 from harness.spec.case import Item
 from harness.status import Status
+from harness.verdict import GroupContext
 
 
 @dataclass
@@ -46,6 +47,7 @@ class PoolConfig:
     log_dir: str | None = None  # worker stderr/stdout go to <log_dir>/worker-<pid>.log
     bundle_dir: str | None = None  # see RunOptions.bundle_dir
     control: str | None = None  # the control recipe (triage)
+    baseline: str | None = None  # the baseline recipe (--baseline)
     attempt: int = 1
 
 
@@ -69,13 +71,13 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         msg = conn.recv()
         if msg is None:
             return
-        group, control = msg
+        group, context = msg
         with group_gc():
             execute_group(
                 group, recipes, cfg.run_id,
                 on_start=lambda item_id: conn.send(("start", item_id)),
                 emit=lambda rec: conn.send(("result", rec)), bundle_dir=cfg.bundle_dir,
-                control_recipe=cfg.control, control=control, attempt=cfg.attempt,
+                control_recipe=cfg.control, context=context, attempt=cfg.attempt, baseline_recipe=cfg.baseline,
             )
         done += len(group)
         rss = rss_mb()
@@ -101,9 +103,9 @@ class _Worker:
 
 class Pool:
     def __init__(self, cfg: PoolConfig, recipes: dict[str, Recipe], on_record: Callable[[Record], None],
-                 controls: dict[str, Status] | None = None) -> None:
+                 contexts: dict[str, GroupContext] | None = None) -> None:
         self.cfg = cfg
-        self.controls: dict[str, Status] = dict(controls or {})  # group -> the control recipe's status there
+        self.contexts: dict[str, GroupContext] = dict(contexts or {})  # group -> control and baseline status there
         self.recipes = recipes
         self.on_record = on_record
         self.ctx = mp.get_context("fork")
@@ -129,7 +131,7 @@ class Pool:
                     if not w.busy and queue:
                         w.group, w.done, w.current = queue.popleft(), set(), None
                         w.started = time.monotonic()
-                        w.conn.send((w.group, self.controls.get(w.group[0].group)))
+                        w.conn.send((w.group, self.contexts.get(w.group[0].group)))
                 self._poll(queue)
         finally:
             self.shutdown()
@@ -187,14 +189,19 @@ class Pool:
         self._remove(w)
 
     def _emit(self, rec: Record) -> None:
-        if rec["recipe"] == self.cfg.control:
-            self.controls[rec["id"].rsplit("@", 1)[0]] = Status(rec["status"])
+        if rec["recipe"] in (self.cfg.control, self.cfg.baseline):
+            ctx = self.contexts.setdefault(rec["id"].rsplit("@", 1)[0], GroupContext())
+            if rec["recipe"] == self.cfg.control:
+                ctx.control = Status(rec["status"])
+            if rec["recipe"] == self.cfg.baseline:
+                ctx.baseline = (Status(rec["status"]), rec.get("detail", ""))
         self.on_record(rec)
 
     def _synthetic(self, item: Item, status: Status, detail: str, pid: int) -> Record:
         from harness.verdict import Outcome, decide
 
-        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=self.controls.get(item.group))
+        ctx = self.contexts.get(item.group) or GroupContext()
+        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control)
         return decide(item, self.recipes[item.recipe], outcome, self.cfg.run_id, self.cfg.attempt, self.cfg.control)
 
     def _remove(self, w: _Worker) -> None:

@@ -25,6 +25,7 @@ from harness.runner.cache import ResultCache
 from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
 from harness.spec.case import Item
 from harness.status import Status
+from harness.verdict import GroupContext
 
 
 @dataclass
@@ -47,6 +48,7 @@ class RunOptions:
     bundle_dir: Path | None = None  # write each item's device bundle (.pte and .bpte) here (cache lookups skipped)
     argv: list[str] = field(default_factory=list)
     control: str | None = "portable"  # triage: a failure this recipe shares is "upstream" (used when in the run)
+    baseline: str | None = None  # this recipe's outputs are the reference (added to the run; no cache reuse)
     rerun_failures: int = 0  # re-run each failing item up to N times, each in a fresh worker
 
 
@@ -87,11 +89,15 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
 
     if set(WARM_DISCOVERY) & set(opts.suites):
         warm_imports([load_recipe(n) for n in opts.recipes], opts.speedups)
-    recipes, items = plan(opts.suites, opts.recipes, opts.filters, check=False)  # ops checked below, if run
+    names = list(opts.recipes)
+    if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
+        names.insert(0, opts.baseline)
+    recipes, items = plan(opts.suites, names, opts.filters, check=False)  # ops checked below, if run
     if not items:
         raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
     by_name = {r.name: r for r in recipes}
     control = opts.control if opts.control in by_name else None
+    baseline = load_recipe(opts.baseline).name if opts.baseline else None
     groups = groups_of(items)
     shard_spec = parse_shard(opts.shard)
     if shard_spec:
@@ -106,13 +112,13 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
         "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "unavailable": unavailable[r.name]}
                         for r in recipes},
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
-        "control": control, "rerun_failures": opts.rerun_failures,
+        "control": control, "rerun_failures": opts.rerun_failures, "baseline": baseline,
     }
     from harness.spec.suite import check_ops
 
     done: set[str] = set()
     writer: ResultsWriter | None = None
-    cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir else None
+    cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir and not baseline else None
     try:
         if opts.resume and opts.out.exists() and opts.out.stat().st_size:
             writer = ResultsWriter(opts.out, None)  # lock first, then repair and read
@@ -162,13 +168,26 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             if progress:
                 progress.advance(rec)
         if todo:
-            controls = {r["id"].rsplit("@", 1)[0]: Status(r["status"]) for r in settled if r["recipe"] == control}
-            stats = _run_pool(opts, by_name, run_id, todo, record, control, controls)
+            stats = _run_pool(opts, by_name, run_id, todo, record, control, _contexts(settled, control, baseline),
+                              baseline=baseline)
             if opts.rerun_failures:
-                stats += _rerun(opts, by_name, run_id, records, todo, writer, cache, control)
+                stats += _rerun(opts, by_name, run_id, records, todo, writer, cache, control, baseline)
     reused = sum(bool(r.get("cached")) for r in settled)
     records = list(latest_by_id(records).values())
     return RunResult(records, stats, sum(len(g) for g in todo), reused)
+
+
+def _contexts(records: list[Record], control: str | None, baseline: str | None) -> dict[str, GroupContext]:
+    """Per group, the control's and the baseline's status, from records already written."""
+    out: dict[str, GroupContext] = {}
+    for r in records:
+        if r["recipe"] in (control, baseline):
+            ctx = out.setdefault(r["id"].rsplit("@", 1)[0], GroupContext())
+            if r["recipe"] == control:
+                ctx.control = Status(r["status"])
+            if r["recipe"] == baseline:
+                ctx.baseline = (Status(r["status"]), r.get("detail", ""))
+    return out
 
 
 def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,
@@ -235,8 +254,8 @@ def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
 
 
 def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: list[list[Item]],
-              record: Callable[[Record], None], control: str | None, controls: dict[str, Status],
-              attempt: int = 1) -> list[dict[str, Any]]:
+              record: Callable[[Record], None], control: str | None, contexts: dict[str, GroupContext],
+              attempt: int = 1, baseline: str | None = None) -> list[dict[str, Any]]:
     from harness.runner.pool import Pool, PoolConfig
 
     warm_imports(list(recipes.values()), opts.speedups)
@@ -249,8 +268,8 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
     cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
                      log_dir=str(opts.out.parent / "logs"), bundle_dir=str(opts.bundle_dir) if opts.bundle_dir else None,
-                     control=control, attempt=attempt)
-    pool = Pool(cfg, recipes, record, controls)
+                     control=control, attempt=attempt, baseline=baseline)
+    pool = Pool(cfg, recipes, record, contexts)
     try:
         pool.run(todo)
     except KeyboardInterrupt:
@@ -260,7 +279,8 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
 
 
 def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: list[Record], todo: list[list[Item]],
-           writer: ResultsWriter, cache: ResultCache | None, control: str | None) -> list[dict[str, Any]]:
+           writer: ResultsWriter, cache: ResultCache | None, control: str | None,
+           baseline: str | None) -> list[dict[str, Any]]:
     """``--rerun-failures N``: each failing item runs again, up to N times, each time in a fresh pool
     (fresh workers). Every attempt is written; the last line of an item is its final record, with
     all attempts listed, FLAKY when they disagree (``harness.verdict.settle_attempts``)."""
@@ -274,12 +294,13 @@ def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: l
     stats: list[dict[str, Any]] = []
     for attempt in range(2, opts.rerun_failures + 2):
         failing = [i for i, recs in history.items() if Status(recs[-1]["status"]).is_failure
-                   and Status(recs[-1]["status"]) is not Status.ERROR]
+                   and Status(recs[-1]["status"]) not in (Status.ERROR, Status.FLAKY)]
         if not failing:
             break
         groups = groups_of([items[i] for i in failing])
         fresh: list[Record] = []
-        stats += _run_pool(opts, recipes, run_id, groups, fresh.append, control, {}, attempt)
+        stats += _run_pool(opts, recipes, run_id, groups, fresh.append, control,
+                           _contexts(list(latest_by_id(records).values()), control, baseline), attempt, baseline)
         for rec in fresh:
             history[rec["id"]].append(rec)
             final = settle_attempts(history[rec["id"]])

@@ -29,6 +29,7 @@ class Built:
     flat_dynamic_shapes: Any = None  # one spec per flat input (re-exporting an unlifted GraphModule)
     ref_dtype: str | None = None  # upcast reference dtype
     task: str | None = None  # "classifier" | "lm" (model-level accuracy)
+    pair_b: Any = None  # a pair case: b's built case, fed a's inputs
 
 
 class OpModule(torch.nn.Module):
@@ -60,6 +61,13 @@ class ModuleOp(OpModule):
 
 
 _SLOT = object()
+
+
+def copy_module(module: torch.nn.Module) -> Any:
+    """A deep copy of a built module that keeps the input-slot sentinel its argument templates point at."""
+    import copy
+
+    return copy.deepcopy(module, {id(_SLOT): _SLOT})
 
 
 def _fill(template: Any, it: Any) -> Any:
@@ -216,3 +224,14 @@ def _dynamic_shapes(tensors: list[dict[str, Any]], dynamic: dict[str, dict[str, 
                     spec[pos] = dim_objs[s]
         out.append(spec or None)
     return tuple(out)
+
+
+def build_pair(case: Case, axes: Axes, seed: int) -> Built:
+    """A pair case: a's module and inputs, with b built beside it and given the same inputs."""
+    import dataclasses
+
+    spec = case.spec
+    a = build_op(Case(spec["a"], case.suite, "op", spec=spec["a_spec"]), axes, seed)
+    b = build_op(Case(spec["b"], case.suite, "op", spec=spec["b_spec"]), axes, seed)
+    a.pair_b = dataclasses.replace(b, example=a.example, run=a.run)
+    return a

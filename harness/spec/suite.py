@@ -63,15 +63,79 @@ def load_suite(path: Path, name: str | None = None, check: bool = True) -> list[
     dims = doc["dims"]
     cases: list[Case] = []
     seen: dict[str, str] = {}
+    pairs = [raw for raw in doc["cases"] if isinstance(raw, dict) and "pair" in raw]
     for raw in doc["cases"]:
+        if isinstance(raw, dict) and "pair" in raw:
+            continue
         for case in _expand(raw, suite, dims, doc["presets"], doc["defaults"]):
             if case.id in seen:
                 raise SpecError(f"{case.source}: duplicate case id {case.id} (first at {seen[case.id]})")
             seen[case.id] = case.source
             cases.append(case)
+    by_id = {c.id: c for c in cases}
+    for raw in pairs:
+        case = _pair(raw, suite, by_id)
+        if case.id in seen:
+            raise SpecError(f"{case.source}: duplicate case id {case.id} (first at {seen[case.id]})")
+        seen[case.id] = case.source
+        cases.append(case)
     if check:
         check_ops(cases)
     return cases
+
+
+def _input_shapes(spec: dict[str, Any]) -> list[list[int]]:
+    """The concrete shapes of a case's tensor inputs, in order (dims resolved)."""
+    out: list[list[int]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict) and "tensor" in node:
+            out.append([spec["dims"].get(s, s) if isinstance(s, str) else s for s in node["tensor"]["shape"]])
+        elif isinstance(node, dict) and "list" in node:
+            for n in node["list"]:
+                walk(n)
+
+    for a in spec["args"]:
+        walk(a)
+    for v in spec["kwargs"].values():
+        walk(v)
+    return out
+
+
+def _pair(raw: dict[str, Any], suite: str, by_id: dict[str, Case]) -> Case:
+    """``- {id: ln_vs_rms, pair: {a: op.layer_norm.x, b: op.rms_norm.y}}``: the two cases' outputs are
+    compared with each other on the same backend (a against b). Both must be in this file and take
+    inputs of equal shapes; they share a's inputs."""
+    loc = where(raw, "<suite>")
+    if set(raw) - {"id", "pair", "tags", "tolerance"}:
+        raise SpecError(f"{loc}: a pair entry takes id, pair: {{a, b}}, tags, tolerance")
+    pair = raw.get("pair")
+    variant = raw.get("id")
+    if not isinstance(variant, (str, int)) or not re.fullmatch(r"[\w.\-]+", str(variant)):
+        raise SpecError(f"{loc}: a pair needs an `id:` made of letters, digits, _ . -; got {variant!r}")
+    if not isinstance(pair, dict) or set(pair) != {"a", "b"}:
+        raise SpecError(f"{loc}: `pair` takes {{a: CASE_ID, b: CASE_ID}}")
+    ends = []
+    for key in ("a", "b"):
+        if pair[key] not in by_id:
+            raise SpecError(f"{loc}: pair.{key}: no case {pair[key]!r} in this suite file (known: "
+                            f"{', '.join(sorted(by_id)[:8])}{'…' if len(by_id) > 8 else ''})")
+        ends.append(by_id[pair[key]])
+    a, b = ends
+    if a.kind != "op" or b.kind != "op":
+        raise SpecError(f"{loc}: a pair compares two operator cases")
+    sa, sb = _input_shapes(a.spec), _input_shapes(b.spec)
+    if sa != sb:
+        raise SpecError(f"{loc}: pair inputs differ: {a.id} takes {sa}, {b.id} takes {sb}; a pair needs equal input shapes")
+    if a.spec["dynamic"] != b.spec["dynamic"]:
+        raise SpecError(f"{loc}: pair {a.id} and {b.id} declare different dynamic dims")
+    dtypes = tuple(d for d in a.dtypes if d in b.dtypes)
+    if not dtypes:
+        raise SpecError(f"{loc}: pair {a.id} ({', '.join(a.dtypes)}) and {b.id} ({', '.join(b.dtypes)}) share no dtype")
+    spec = {"a": a.id, "b": b.id, "a_spec": a.spec, "b_spec": b.spec, "tolerance": dict(raw.get("tolerance") or {})}
+    return Case(id=f"pair.{variant}", suite=suite, kind="pair", spec=spec, op=None,
+                tags=tuple(sorted({"pair", *(raw.get("tags") or [])})), dtypes=dtypes,
+                shapes=tuple(s for s in a.shapes if s in b.shapes), source=loc)
 
 
 def _load_with_includes(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:

@@ -1,0 +1,144 @@
+"""Beyond ExecuTorch, end to end on this CPU: eager torch (fp32/fp16/bf16, autocast), torch.compile with
+inductor, ONNX Runtime's CPU execution provider, a recipe needing CUDA (UNAVAILABLE here, with the
+reason), and any recipe as the baseline, with BLOCKED where the baseline failed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES
+
+pytestmark = pytest.mark.slow
+TINY = str(FIXTURES / "suites" / "tiny.yaml")
+
+
+def read(out: Path) -> tuple[dict, dict[str, dict]]:
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    return lines[0], {r["id"]: r for r in lines[1:]}
+
+
+def test_eager_devices_compile_and_onnxruntime(bti, tmp_path: Path) -> None:
+    suite = tmp_path / "s.yaml"
+    suite.write_text("""suite: s
+dims: {N: 2, F: 8}
+cases:
+  - id: a
+    op: aten::mul.Tensor
+    args: [{shape: [N, F]}, {shape: [N, F]}]
+    dtypes: [float32, float16, bfloat16]
+  - id: a
+    op: aten::linear.default
+    args: [{shape: [N, F]}, {shape: [4, F]}, {shape: [4]}]
+    dynamic: {N: {min: 1, max: 8, run: 3}}
+""")
+    res = bti("run", "-s", str(suite), "-r", "torch-cpu", "-r", "torch-cpu-autocast-bf16", "-r", "torch-compile",
+              "-r", "onnxruntime", "-r", "torch-cuda", "-o", str(tmp_path / "o"), "--no-reuse", "-j", "2")
+    assert res.code == 0, res.err
+    header, recs = read(tmp_path / "o")
+    for dtype in ("float32", "float16", "bfloat16"):
+        rec = recs[f"op.mul.a[{dtype},static]@torch-cpu"]
+        assert rec["status"] == "PASS", rec
+        assert set(rec["stages"]) == {"export", "lower", "load", "run", "compare"}  # no quantize, no serialize
+        assert "pte_bytes" not in rec and "partition" not in rec
+    auto = recs["op.linear.a[float32,dynamic]@torch-cpu-autocast-bf16"]
+    assert auto["status"] == "PASS" and float(auto["outputs"][0]["max_abs"]) > 0  # bf16 arithmetic, judged on values
+    comp = recs["op.linear.a[float32,dynamic]@torch-compile"]
+    assert comp["status"] == "PASS", comp
+    assert comp["partition"]["compiler"] == "inductor" and comp["partition"]["graphs"] >= 1
+    assert comp["partition"]["graph_breaks"] == 0 and comp["stages"]["lower"] > 0
+    ort = recs["op.linear.a[float32,dynamic]@onnxruntime"]
+    assert ort["status"] == "PASS", ort
+    assert ort["pte_bytes"] > 100 and "serialize" in ort["stages"]  # the .onnx bytes
+    assert ort["partition"]["nodes_per_provider"]["CPUExecutionProvider"] >= 1
+    cuda = recs["op.mul.a[float32,static]@torch-cuda"]
+    assert cuda["status"] == "UNAVAILABLE" and "torch.cuda.is_available() is False" in cuda["detail"]
+    assert "torch.cuda.is_available() is False" in header["recipe_info"]["torch-cuda"]["unavailable"]
+    assert recs["op.mul.a[float16,static]@torch-compile"]["status"] == "SKIP"
+
+
+def test_baseline_recipe_and_blocked(bti, tmp_path: Path) -> None:
+    res = bti("run", "-s", TINY, "-r", "torch-cpu", "-r", "portable", "--baseline", "fault-perturb",
+              "-o", str(tmp_path / "o"), "--no-reuse", "-j", "1")
+    assert res.code == 1, res.err  # the baseline's own failure fails the run
+    header, recs = read(tmp_path / "o")
+    assert header["baseline"] == "fault-perturb" and "fault-perturb" in header["recipes"]
+    mul = "op.mul.a[float32,static]@"
+    assert recs[mul + "fault-perturb"]["status"] == "FAIL_MISMATCH"  # against eager CPU, as any baseline is
+    for name in ("torch-cpu", "portable"):
+        blocked = recs[mul + name]
+        assert blocked["status"] == "BLOCKED", blocked
+        assert blocked["detail"].startswith("baseline fault-perturb gave no outputs to compare with: FAIL_MISMATCH")
+        assert "outputs" not in blocked  # never compared against garbage
+    for item_id, rec in recs.items():
+        if not item_id.startswith(mul) and not item_id.endswith("@fault-perturb"):
+            assert rec["status"] == "PASS", (item_id, rec.get("detail"))
+            assert rec["baseline"]["recipe"] == "fault-perturb" and rec["baseline"]["latency_ratio"] > 0
+    md = (tmp_path / "o" / "summary.md").read_text()
+    assert "## Latency against the baseline `fault-perturb`" in md
+    # a baseline this machine cannot run blocks everything, with its reason
+    res = bti("run", "-s", TINY, "-r", "torch-cpu", "--baseline", "torch-cuda", "-o", str(tmp_path / "c"), "-j", "1")
+    assert res.code == 0, res.err
+    _, recs = read(tmp_path / "c")
+    assert {r["status"] for i, r in recs.items() if i.endswith("@torch-cpu")} == {"BLOCKED"}
+    assert all("UNAVAILABLE: torch.cuda.is_available() is False" in r["detail"] for i, r in recs.items() if i.endswith("@torch-cpu"))
+
+
+def test_eager_device_output_must_stay_on_the_device(tmp_path: Path) -> None:
+    """A device backend whose outputs come back on another device is a run failure (checked on meta)."""
+    import torch
+
+    from harness.backends.torch_backends import OnDevice, _call
+
+    handle = OnDevice(lambda x: x.to("meta"), "cpu")
+    with pytest.raises(RuntimeError, match=r"output\[0\] came back on meta, not on cpu"):
+        _call(handle, (torch.ones(2),))
+
+
+PAIRS = """suite: pairs
+dims: {N: 2, F: 16}
+cases:
+  - id: exact
+    op: torch.nn.functional.gelu
+    args: [{shape: [N, F]}]
+  - id: tanh
+    op: torch.nn.functional.gelu
+    args: [{shape: [N, F]}]
+    kwargs: {approximate: tanh}
+  - id: ln
+    op: torch.nn.functional.layer_norm
+    args: [{shape: [N, F]}, [16]]
+  - id: rms
+    op: torch.nn.functional.rms_norm
+    args: [{shape: [N, F]}, [16]]
+  - {id: gelu_exact_vs_tanh, pair: {a: op.gelu.exact, b: op.gelu.tanh}, tolerance: {atol: 1.0e-2, rtol: 0}}
+  - {id: layer_norm_vs_rms_norm, pair: {a: op.layer_norm.ln, b: op.rms_norm.rms}}
+"""
+
+
+def test_pair_runs_on_two_backends(bti, tmp_path: Path) -> None:
+    suite = tmp_path / "p.yaml"
+    suite.write_text(PAIRS)
+    res = bti("run", "-s", str(suite), "-r", "portable", "-r", "onnxruntime", "-k", "pair.*", "-o", str(tmp_path / "o"),
+              "--no-reuse", "-j", "1")
+    assert res.code == 1, res.err
+    _, recs = read(tmp_path / "o")
+    assert len(recs) == 4
+    for backend in ("portable", "onnxruntime"):
+        close = recs[f"pair.gelu_exact_vs_tanh[float32,static]@{backend}"]
+        assert close["status"] == "PASS" and close["baseline"]["pair_b"] == "op.gelu.tanh", close
+        assert 0 < float(close["outputs"][0]["max_abs"]) < 1e-2  # a really was compared with b, not with itself
+        apart = recs[f"pair.layer_norm_vs_rms_norm[float32,static]@{backend}"]
+        assert apart["status"] == "FAIL_MISMATCH" and apart["baseline"]["status"] == "PASS", apart
+
+
+def test_pair_needs_equal_input_shapes(bti, tmp_path: Path) -> None:
+    suite = tmp_path / "p.yaml"
+    suite.write_text(PAIRS.replace("op: torch.nn.functional.rms_norm\n    args: [{shape: [N, F]}, [16]]",
+                                   "op: torch.nn.functional.rms_norm\n    args: [{shape: [N, 8]}, [8]]"))
+    res = bti("validate", str(suite))
+    assert res.code == 2 and "Traceback" not in res.err
+    assert "pair inputs differ: op.layer_norm.ln takes [[2, 16]], op.rms_norm.rms takes [[2, 8]]" in res.err
+    assert f"{suite}:" in res.err

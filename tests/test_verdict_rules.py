@@ -1,0 +1,189 @@
+"""The one status decision (harness/verdict.py) and the recipe rules it reads, torch-free and fast:
+xfail rules that name their failure, suite-scoped rules, expected delegation, capabilities, triage,
+attempts that disagree, the cache key and recipe validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.errors import RecipeError
+from harness.recipes import parse_recipe
+from harness.spec.case import Axes, Case, Item
+from harness.status import Stage, Status
+from harness.verdict import Comparison, ErrorInfo, Outcome, StageOutcome, decide, settle_attempts, triage
+
+from .conftest import TESTS
+
+OP_SPEC = {"args": [{"tensor": {"shape": ["N", "C", "H", "W"]}}]}
+
+
+def recipe(tmp_path: Path, text: str, name: str = "r"):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nbackend: executorch\n" + text)
+    return parse_recipe(path)
+
+
+def item(case_id: str = "op.conv2d.basic", suite: str = "ops", dtype: str = "float32", shape: str = "static",
+         recipe_name: str = "r", spec: dict | None = None) -> Item:
+    case = Case(case_id, suite, "op", spec=spec if spec is not None else OP_SPEC, dtypes=(dtype,), shapes=(shape,))
+    return Item(case, recipe_name, Axes(dtype, shape))
+
+
+def failed(stage: Stage, message: str) -> Outcome:
+    return Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1), StageOutcome(stage, 0.2, error=ErrorInfo("E", message))))
+
+
+PASSED = Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1), StageOutcome(Stage.RUN, 0.1)),
+                 comparison=Comparison(True, "", (), {}))
+
+
+# ------------------------------------------------------------------------------------------------- xfail rules
+XFAIL = """xfail:
+  - {match: "op.conv2d.*", status: FAIL_LOWER, message: "IndexError|tuple index", reason: "partitioner bug #1"}
+"""
+
+
+def test_xfail_holds_only_the_named_failure(tmp_path: Path) -> None:
+    r = recipe(tmp_path, XFAIL)
+    rec = decide(item(), r, failed(Stage.LOWER, "tuple index out of range"), "run")
+    assert rec["status"] == "XFAIL" and rec["xfail"]["status"] == "FAIL_LOWER" and "partitioner bug #1" in rec["detail"]
+    # the same item failing another way is a failure, with the xfail reason beside it
+    crash = decide(item(), r, Outcome(fixed=Status.CRASH, fixed_detail="worker died with SIGSEGV"), "run")
+    assert crash["status"] == "CRASH" and "[unexpected: the xfail rule expects FAIL_LOWER" in crash["detail"]
+    assert "partitioner bug #1" in crash["detail"] and crash["triage"] == "infra"
+    timeout = decide(item(), r, Outcome(fixed=Status.TIMEOUT, fixed_detail="no result"), "run")
+    assert timeout["status"] == "TIMEOUT"
+    other_stage = decide(item(), r, failed(Stage.RUN, "tuple index out of range"), "run")
+    assert other_stage["status"] == "FAIL_RUN"
+    other_message = decide(item(), r, failed(Stage.LOWER, "KeyError: 'weight'"), "run")
+    assert other_message["status"] == "FAIL_LOWER" and "unexpected" in other_message["detail"]
+    passed = decide(item(), r, PASSED, "run")
+    assert passed["status"] == "XPASS" and passed["xfail"]["reason"] == "partitioner bug #1"
+    assert Status(passed["status"]).is_failure
+
+
+def test_xfail_status_list_and_suite_scope(tmp_path: Path) -> None:
+    r = recipe(tmp_path, """xfail:
+  - {match: "op.conv2d.*", suite: ops, status: [FAIL_LOWER, FAIL_MISMATCH], reason: "two ways"}
+""")
+    mismatch = Outcome(stages=(StageOutcome(Stage.RUN, 0.1),), comparison=Comparison(False, "max_abs 1", (), {}))
+    assert decide(item(), r, mismatch, "run")["status"] == "XFAIL"
+    assert decide(item(), r, failed(Stage.LOWER, "x"), "run")["status"] == "XFAIL"
+    # the same id from another suite (an adapter) is not listed: it passes, and is no XPASS
+    assert decide(item(suite="executorch-upstream-ops"), r, PASSED, "run")["status"] == "PASS"
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ('xfail: [{match: "op.*", reason: "r"}]', "names the failure it expects"),
+    ('xfail: [{match: "op.*", status: PASS, reason: "r"}]', "not a failure status"),
+    ('xfail: [{match: "op.*", status: FAIL_LOWER, message: "(", reason: "r"}]', "not a regular expression"),
+    ('xfail: [{match: "op.*", status: FAIL_LOWER, reason: "r", colour: red}]', "each `xfail` entry takes"),
+    ("tolerances: {float32: {atol: banana}}", "tolerances.float32.atol must be a number"),
+    ("tolerances: {float33: {atol: 1}}", "unknown dtype 'float33'"),
+    ("partitioners: [xnnpak]", "unknown partitioner 'xnnpak'"),
+    ("partitionrs: [xnnpack]", "unknown recipe key(s) for backend executorch: partitionrs"),
+    ("quantize: {quantizer: xnnpack, per_chanel: true}", "per_chanel"),
+    ("runtime: {repeats: 0}", "repeats at least 1"),
+    ('expect: [{match: "op.*"}]', "names delegated_ops, min_delegated_pct or both"),
+    ("capabilities: {ranks: [four]}", "capabilities.ranks takes whole numbers"),
+])
+def test_recipe_errors_name_file_and_line(tmp_path: Path, text: str, needle: str) -> None:
+    with pytest.raises(RecipeError) as err:
+        recipe(tmp_path, text)
+    assert needle in str(err.value)
+    assert f"{tmp_path / 'r.yaml'}:" in str(err.value)
+
+
+def test_backend_option_error_names_the_key_line(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError) as err:
+        recipe(tmp_path, "description: d\npartitioners: []\nfrobnicate: 1\n")
+    assert str(err.value).startswith(f"{tmp_path / 'r.yaml'}:5:")  # name, backend, description, partitioners, frobnicate
+
+
+def test_backend_owns_its_options(tmp_path: Path) -> None:
+    r = recipe(tmp_path, "partitioners: [xnnpack]\nquantize: {quantizer: xnnpack, per_channel: false}\n")
+    assert r.options.partitioners == ("xnnpack",) and r.options.quantize.per_channel is False
+    assert r.quantized and r.quantization == "int8" and r.tolerance("float32") == {"sqnr_db": 10.0}
+    with pytest.raises(AttributeError):
+        r.options.partitioners = ()  # frozen
+
+
+# --------------------------------------------------------------------------------------- expected delegation
+EXPECT = """partitioners: [xnnpack]
+expect:
+  - {match: "op.*", delegated_ops: [aten.mul.Tensor], min_delegated_pct: 50}
+"""
+
+
+def partition(delegated: dict[str, int], undelegated: dict[str, int]) -> dict:
+    d, u = sum(delegated.values()), sum(undelegated.values())
+    return {"partitioned": True, "delegated_nodes": d, "undelegated_nodes": u, "total_nodes": d + u,
+            "delegated_pct": round(100.0 * d / (d + u), 2), "delegated_ops": delegated, "undelegated_ops": undelegated}
+
+
+def test_expected_delegation(tmp_path: Path) -> None:
+    r = recipe(tmp_path, EXPECT)
+    ok = Outcome(comparison=Comparison(True, "", (), {}), partition=partition({"aten.mul.Tensor": 1}, {"aten.add.Tensor": 1}))
+    assert decide(item(), r, ok, "run")["status"] == "PASS"
+    fallback = Outcome(comparison=Comparison(True, "", (), {}), partition=partition({"aten.add.Tensor": 1}, {"aten.mul.Tensor": 2}))
+    rec = decide(item(), r, fallback, "run")
+    assert rec["status"] == "FAIL_DELEGATION" and "aten.mul.Tensor" in rec["detail"] and "33.33% of nodes" in rec["detail"]
+    assert rec["triage"] == "backend"
+    no_mul = Outcome(comparison=Comparison(True, "", (), {}), partition=partition({"aten.relu.default": 1}, {}))
+    assert decide(item(), r, no_mul, "run")["status"] == "PASS"  # nothing expected is in this program
+
+
+# --------------------------------------------------------------------------------------------- capabilities
+def test_capabilities_skip_naming_the_capability(tmp_path: Path) -> None:
+    r = recipe(tmp_path, "capabilities: {ranks: [2, 3], dynamic: false, quantization: [int4]}\n"
+                         "partitioners: [xnnpack]\nquantize: {quantizer: xnnpack}\n")
+    assert "capability" in r.skip_reason(item(shape="dynamic")) and "dynamic" in r.skip_reason(item(shape="dynamic"))
+    assert "supports ranks 2, 3, not 4" in r.skip_reason(item())
+    rank2 = item(spec={"args": [{"tensor": {"shape": [2, 3]}}]})
+    assert "supports quantization int4, not int8" in r.skip_reason(rank2)
+    plain = recipe(tmp_path, "capabilities: {ranks: [2]}\n", name="p")
+    assert plain.skip_reason(rank2) is None
+
+
+# ---------------------------------------------------------------------------------------------------- triage
+def test_triage() -> None:
+    assert triage(Status.FAIL_MISMATCH, Status.PASS, False) == "backend"
+    assert triage(Status.FAIL_MISMATCH, Status.FAIL_MISMATCH, False) == "upstream"  # the control fails too
+    assert triage(Status.FAIL_LOAD, Status.XFAIL, False) == "upstream"
+    assert triage(Status.FAIL_EXPORT, None, False) == "upstream"  # before the backend
+    assert triage(Status.FAIL_RUN, None, True) == "upstream"  # the control recipe itself
+    assert triage(Status.CRASH, Status.PASS, False) == "infra"
+    assert triage(Status.ERROR, None, False) == "infra"
+    assert triage(Status.FLAKY, None, False) == "flake"
+    assert triage(Status.PASS, Status.FAIL_RUN, False) is None
+    assert triage(Status.XFAIL, None, False) is None
+
+
+def test_attempts_that_disagree_are_flaky() -> None:
+    first = {"id": "i", "status": "FAIL_MISMATCH", "detail": "max_abs 1", "attempt": 1}
+    second = {"id": "i", "status": "PASS", "detail": "", "attempt": 2}
+    final = settle_attempts([first, second])  # type: ignore[list-item]
+    assert final["status"] == "FLAKY" and final["triage"] == "flake"
+    assert [a["status"] for a in final["attempts"]] == ["FAIL_MISMATCH", "PASS"]
+    same = settle_attempts([first, {**first, "attempt": 2}])  # type: ignore[list-item]
+    assert same["status"] == "FAIL_MISMATCH" and len(same["attempts"]) == 2
+
+
+# ------------------------------------------------------------------------------------------------ cache key
+def test_cache_key_covers_what_the_verdict_depends_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.env
+    from harness.runner.cache import ResultCache, _backend_code
+
+    r = recipe(tmp_path, "partitioners: []\n")
+    key = ResultCache(tmp_path, {"bti": "1"}).key("spec", "id", r, 1)
+    for pkg in ("torchao", "openvino", "nncf", "transformers"):
+        assert pkg in harness.env.VERDICT_PACKAGES
+    real = harness.env.verdict_versions
+    monkeypatch.setattr(harness.env, "verdict_versions", lambda: {**real(), "transformers": "99.0"})
+    assert ResultCache(tmp_path, {"bti": "1"}).key("spec", "id", r, 1) != key
+    assert _backend_code("executorch") == "builtin"
+    monkeypatch.syspath_prepend(str(TESTS))
+    assert _backend_code("fault_backend:FaultBackend").startswith("sha256:")  # not a distribution: its source
+    assert harness.env.module_distribution("yaml").startswith("PyYAML==")  # a plugin's distribution and version

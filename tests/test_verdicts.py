@@ -1,0 +1,203 @@
+"""Verdicts against misbehaving backends (tests/fault_backend.py), end to end through `bti run`:
+inputs written in place, a non-tensor output, a hostile error message, a flaky delegate, a silent
+fallback to the portable runtime, per-item memory, a full disk, and what bad input gets."""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES, ROOT, TESTS
+
+pytestmark = pytest.mark.slow
+TINY = str(FIXTURES / "suites" / "tiny.yaml")
+MUL = "op.mul.a[float32,static]@"
+
+
+def records(out: Path) -> dict[str, dict]:
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    return {r["id"]: r for r in lines[1:]}
+
+
+def one_line_error(res, *needles: str) -> None:
+    assert res.code == 2, (res.code, res.err)
+    lines = [x for x in res.err.splitlines() if x.strip()]
+    errors = [x for x in res.err.splitlines() if x.startswith("bti: error")]
+    assert "Traceback" not in res.err and len(errors) == 1, res.err
+    for n in needles:
+        assert n in errors[0], (n, errors[0])
+    assert lines
+
+
+def test_backend_faults_are_the_backends_and_never_reach_another_recipe(bti, tmp_path: Path) -> None:
+    # the faulty recipes run before portable in each group (no control recipe reorders them): they
+    # used to share the input tensors, so portable was blamed for what fault-write-inputs did
+    res = bti("run", "-s", TINY, "-r", "fault-write-inputs", "-r", "fault-none", "-r", "portable", "--control", "",
+              "-o", str(tmp_path), "--no-reuse", "-j", "1")
+    assert res.code == 1, res.err
+    recs = records(tmp_path)
+    assert len(recs) == 12
+    for item_id, rec in recs.items():
+        if item_id.endswith("@portable") or not item_id.startswith(MUL):
+            assert rec["status"] == "PASS", (item_id, rec.get("detail"))
+    wrote = recs[MUL + "fault-write-inputs"]
+    assert wrote["status"] == "FAIL_RUN" and wrote["triage"] == "backend"
+    assert wrote["detail"] == "run: the backend's fault: the program wrote into its input tensor(s) input[0], input[1]"
+    none = recs[MUL + "fault-none"]
+    assert none["status"] == "FAIL_RUN", none  # not ERROR: that means a bti bug
+    assert "the backend's fault: run returned NoneType, not a list of tensors" in none["detail"]
+    assert none["error"]["type"] == "BackendContract"
+
+
+def test_with_portable_as_control_a_shared_failure_is_upstream(bti, tmp_path: Path) -> None:
+    suite = tmp_path / "s.yaml"
+    suite.write_text("suite: s\ncases:\n  - id: a\n    op: aten::sort.default\n    args: [{shape: [4, 6]}]\n")
+    res = bti("run", "-s", str(suite), "-r", "xnnpack", "-r", "portable", "-r", "fault-perturb", "-o", str(tmp_path / "o"),
+              "--no-reuse", "-j", "1")
+    recs = records(tmp_path / "o")
+    # sort has no kernel in the pip runtime: the control recipe (portable) fails to load it too, so the
+    # other recipes' failures are upstream's, not their backends'
+    ctl = recs["op.sort.a[float32,static]@portable"]
+    assert ctl["status"] == "FAIL_LOAD" and ctl["triage"] == "upstream"
+    for name in ("xnnpack", "fault-perturb"):
+        rec = recs[f"op.sort.a[float32,static]@{name}"]
+        assert rec["status"] == "FAIL_LOAD" and rec["triage"] == "upstream", rec
+    assert res.code == 1
+    assert "| upstream |" in (tmp_path / "o" / "summary.md").read_text()
+
+
+def test_hostile_error_message_and_every_report_is_written(bti, tmp_path: Path) -> None:
+    from junitparser import JUnitXml
+
+    res = bti("run", "-s", TINY, "-r", "fault-hostile", "-o", str(tmp_path), "--no-reuse", "-j", "1")
+    assert res.code == 1, res.err  # an unexpected failure, not a report crash
+    rec = records(tmp_path)[MUL + "fault-hostile"]
+    assert rec["status"] == "FAIL_LOWER"
+    for name in ("junit.xml", "summary.md", "results.csv", "dashboard.html", "badge.json"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    xml = JUnitXml.fromfile(str(tmp_path / "junit.xml"))  # well-formed
+    text = (tmp_path / "junit.xml").read_text()
+    assert "\x00" not in text and "\x1b" not in text and "]]&gt;" in text
+    assert len(text) < 200_000  # the 2 MB message is cut
+    assert sum(s.failures for s in xml) == 1
+
+
+def test_a_failing_report_writer_leaves_the_others(bti, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = bti("run", "-s", TINY, "-r", "portable", "-o", str(out), "--no-reuse", "-j", "1", "--no-report")
+    assert res.code == 0, res.err
+    (out / "dashboard.html").mkdir()  # the html writer cannot replace a directory
+    res = bti("report", str(out / "results.jsonl"), "-o", str(out))
+    one_line_error(res, "report writer(s) failed: html:", "the JSONL is intact")
+    for name in ("junit.xml", "summary.md", "results.csv", "badge.json"):
+        assert (out / name).exists(), name
+
+
+def test_flaky_delegate_is_rerun_and_marked(bti, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    env = {"BTI_FAULT_STATE": str(state)}
+    res = bti("run", "-s", TINY, "-r", "fault-flaky", "-o", str(tmp_path / "once"), "--no-reuse", "-j", "1", env=env)
+    assert res.code == 1 and records(tmp_path / "once")[MUL + "fault-flaky"]["status"] == "FAIL_MISMATCH"
+    for marker in state.iterdir():
+        marker.unlink()
+    res = bti("run", "-s", TINY, "-r", "fault-flaky", "-o", str(tmp_path / "re"), "--no-reuse", "-j", "1",
+              "--rerun-failures", "2", env=env)
+    assert res.code == 1, res.err  # FLAKY fails the run (the documented policy)
+    lines = [json.loads(x) for x in (tmp_path / "re" / "results.jsonl").read_text().splitlines()[1:]]
+    mine = [r for r in lines if r["id"] == MUL + "fault-flaky"]
+    assert [r["status"] for r in mine] == ["FAIL_MISMATCH", "FLAKY"]  # every attempt is on record
+    final = mine[-1]
+    assert final["attempt"] == 2 and [a["status"] for a in final["attempts"]] == ["FAIL_MISMATCH", "PASS"]
+    assert final["triage"] == "flake"
+    assert all(r["status"] == "PASS" for r in lines if r["id"] != MUL + "fault-flaky")
+    md = (tmp_path / "re" / "summary.md").read_text()
+    assert "## Flaky items (1)" in md and "FAIL_MISMATCH → PASS" in md
+
+
+def test_silent_fallback_fails_expected_delegation(bti, tmp_path: Path) -> None:
+    expect = 'expect: [{match: "op.mul.*", delegated_ops: [aten.mul.Tensor]}]\n'
+    (tmp_path / "xnn.yaml").write_text("name: xnn\nbackend: executorch\npartitioners: [xnnpack]\n" + expect)
+    (tmp_path / "fallback.yaml").write_text("name: fallback\nbackend: executorch\npartitioners: [xnnpack]\n"
+                                            "compile_specs: {}\n" + expect.replace("aten.mul.Tensor", "aten.add.Tensor")
+                                            .replace("op.mul.*", "op.add.*"))
+    (tmp_path / "none.yaml").write_text("name: none\nbackend: executorch\npartitioners: []\n" + expect)
+    res = bti("run", "-s", TINY, "-r", str(tmp_path / "xnn.yaml"), "-r", str(tmp_path / "none.yaml"),
+              "-o", str(tmp_path / "o"), "--no-reuse", "-j", "1")
+    recs = records(tmp_path / "o")
+    assert recs[MUL + "xnn"]["status"] == "PASS"
+    fell = recs[MUL + "none"]
+    assert fell["status"] == "FAIL_DELEGATION" and "aten.mul.Tensor" in fell["detail"], fell
+    assert recs["op.add.a[float32,static]@none"]["status"] == "PASS"  # no rule for add here
+    assert res.code == 1
+
+
+def test_memory_is_per_item(bti, tmp_path: Path) -> None:
+    res = bti("run", "-s", TINY, "-r", "fault-alloc", "-o", str(tmp_path), "--no-reuse", "-j", "1")
+    assert res.code == 0, res.err
+    recs = records(tmp_path)
+    big = recs[MUL + "fault-alloc"]
+    assert big["memory_mb"]["run"] > 500, big["memory_mb"]
+    later = [r for i, r in recs.items() if not i.startswith(MUL) and r["worker_pid"] == big["worker_pid"]]
+    assert later, "the other items ran in the same worker"
+    for rec in later:
+        assert rec["memory_mb"]["run"] < big["memory_mb"]["run"] - 400, rec["memory_mb"]
+        assert rec["memory_mb"]["aot"] > 0
+        assert rec["peak_rss_mb"] >= big["memory_mb"]["run"] - 1  # the worker's own high-water mark kept rising
+
+
+@pytest.mark.parametrize(("recipe", "needle"), [
+    ("name: b\nbackend: executorch\npartitioners: []\ntolerances: {float32: {atol: banana}}\n", "atol must be a number"),
+    ("name: b\nbackend: executorch\npartitioners: [xnnpak]\n", "unknown partitioner 'xnnpak'"),
+])
+def test_bad_recipe_never_runs(bti, tmp_path: Path, recipe: str, needle: str) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(recipe)
+    one_line_error(bti("validate", str(path)), needle, f"{path}:")
+    res = bti("run", "-s", TINY, "-r", str(path), "-o", str(tmp_path / "o"), "-j", "1")
+    one_line_error(res, needle)
+    assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+def test_binary_suite_file(bti, tmp_path: Path) -> None:
+    path = tmp_path / "bin.yaml"
+    path.write_bytes(b"suite: x\n\xff\xfe\x00\x01binary")
+    one_line_error(bti("run", "-s", str(path), "-o", str(tmp_path / "o")), "not UTF-8 text")
+    path.write_bytes(b"suite: x\ncases: [\x00\x01]\n")
+    one_line_error(bti("validate", str(path)), "invalid YAML")
+
+
+def test_full_disk_keeps_earlier_records(tmp_path: Path) -> None:
+    """The results file stops growing (RLIMIT_FSIZE, as a full disk would): one line, exit 2, the
+    records already written intact, and `--resume` finishes the run."""
+    import os
+
+    out = tmp_path / "o"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)]), "BTI_RECIPE_PATH": str(FIXTURES / "recipes")}
+    cmd = [sys.executable, "-m", "harness", "run", "-s", TINY, "-r", "portable", "-r", "xnnpack", "-o", str(out),
+           "--no-reuse", "-j", "1", "--no-report"]
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
+
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, preexec_fn=limit, cwd=ROOT, timeout=600)
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("bti: error")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr[-2000:]
+    assert "cannot write results" in errors[0] and "--resume" in errors[0]
+    data = (out / "results.jsonl").read_bytes()
+    assert data.endswith(b"\n") and len(data) <= 6000
+    kept = [json.loads(x) for x in data.decode().splitlines()]  # every line whole
+    assert kept[0]["kind"] == "header" and 1 <= len(kept) - 1 < 8
+    proc = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    # items that ran under the limit may have failed writing their own files, as on a full disk: the
+    # point is that nothing already recorded is lost or rewritten
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    after = (out / "results.jsonl").read_bytes()
+    assert after.startswith(data) and len(records(out)) == 8
