@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import hashlib
 import re
 import time
@@ -237,16 +238,16 @@ def output_fault(outs: Any) -> str | None:
 
 def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: str | None = None,
              control: Status | None = None, control_recipe: str | None = None, attempt: int = 1,
-             refs: Baseline | None = None) -> tuple[Record, list[Any] | None, float | None]:
+             refs: Baseline | None = None, prefix: str = "") -> tuple[Record, list[Any] | None, float | None]:
     """One item: (its record, its outputs and median latency when it ran to the end). ``refs``: compare
     with a baseline recipe's outputs instead of the eager reference."""
     if refs is None and not group.built_outcome.failed and group.built.pair_b is not None:
         # a pair: b runs first on the same backend (its own eager reference checks it), then a is
         # compared with b's outputs
-        rec_b, outs_b, median_b = run_item(item, recipe, group.pair_other(), run_id, None, control, control_recipe, attempt)
+        rec_b, outs_b, median_b = run_item(item, recipe, group.pair_other(), run_id, None, control, control_recipe, attempt,
+                                           prefix=f"pair b ({item.case.spec['b']}): ")
         if outs_b is None or not Status(rec_b["status"]).is_pass:
-            rec_b["detail"] = f"pair b ({item.case.spec['b']}): {rec_b.get('detail', '')}"[:1000]
-            return rec_b, None, None
+            return rec_b, None, None  # b's own failure is the pair's
         refs = Baseline(f"pair:{item.case.spec['b']}", rec_b["status"], outs_b, median_b)
     t_start = time.perf_counter()
     facts: dict[str, Any] = {}
@@ -272,7 +273,8 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
         else:
             facts["baseline"] = {"recipe": refs.recipe, "status": refs.status, "latency_ratio": ratio}
     outcome = Outcome(stages=tuple(log.done), harness_error=harness_error, duration_s=duration,
-                      peak_rss_mb=round(peak_rss_mb(), 1), control=control, **facts)
+                      peak_rss_mb=round(peak_rss_mb(), 1), control=control, worker_pid=os.getpid(), detail_prefix=prefix,
+                      **facts)
     rec = decide(item, recipe, outcome, run_id, attempt, control_recipe)
     return rec, (outs if "comparison" in facts else None), median
 

@@ -103,6 +103,7 @@ class Outcome:
     worker_pid: int | None = None
     control: Status | None = None  # the control recipe's status on the same case and axes
     baseline: Mapping[str, Any] = field(default_factory=dict)
+    detail_prefix: str = ""  # e.g. "pair b (op.x): " when one side of a pair speaks for the pair
 
 
 @dataclass
@@ -133,7 +134,7 @@ def decide(item: Item, recipe: Recipe, outcome: Outcome, run_id: str, attempt: i
         rec["error"] = error.as_dict()
     status, detail, xfail = _apply_xfail(recipe, item, outcome, status, detail, error)
     rec["status"] = status.value
-    rec["detail"] = detail
+    rec["detail"] = (outcome.detail_prefix + detail)[:1000] if outcome.detail_prefix else detail
     if xfail is not None:
         rec["xfail"] = xfail
     hint = triage(status, outcome.control, recipe.name == control_recipe)
@@ -250,6 +251,13 @@ def triage(status: Status, control: Status | None, is_control: bool) -> str | No
     if status.is_infra or status is Status.ERROR:
         return "infra"
     return "backend"
+
+
+def reused(cached: Record, run_id: str) -> Record:
+    """A cached record taken into this run: its verdict stands (the cache key covers what it depends on)."""
+    rec = dict(cached)
+    rec.update({"cached": True, "run_id": run_id})
+    return rec  # type: ignore[return-value]
 
 
 def settle_attempts(attempts: Sequence[Record]) -> Record:

@@ -160,7 +160,6 @@ class Pool:
                 elif kind == "result":
                     w.done.add(payload["id"])
                     w.current = None
-                    payload["worker_pid"] = w.proc.pid
                     self._emit(payload)
                 elif kind == "idle":
                     self.stats.append({"pid": w.proc.pid, **payload})

@@ -206,8 +206,9 @@ def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cach
     if cache is not None:
         hit = cache.get(item, recipe)
         if hit is not None:
-            hit.update({"cached": True, "run_id": run_id})
-            return hit
+            from harness.verdict import reused
+
+            return reused(hit, run_id)
     return None
 
 
