@@ -86,12 +86,14 @@ class PeakMeter:
     def __init__(self) -> None:
         self.exact = True
 
-    def start(self) -> None:
+    def start(self) -> float:
+        """Reset the high-water mark; returns the RSS now (MiB), the span's starting point."""
         try:
             with open("/proc/self/clear_refs", "w") as fh:
                 fh.write("5")
         except OSError:
             self.exact = False
+        return round(rss_mb(), 1)
 
     def peak(self) -> float:
         global _HIGH_WATER

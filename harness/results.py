@@ -87,7 +87,8 @@ class Record(TypedDict, total=False):
     latency_ms: dict[str, float]  # median, p90, min, repeats
     load_ms: float
     peak_rss_mb: float  # the worker's high-water mark so far
-    memory_mb: dict[str, float]  # this item's own peak RSS: aot (export → serialize) and run (load → run)
+    memory_mb: dict[str, float]  # this item's own peak RSS: aot (quantize → serialize) and run (load → run), and
+                                 # aot_growth / run_growth: that peak above the RSS when the span began
     baseline: dict[str, Any]  # --baseline: recipe, status, latency ratio
     seed: int
     spec_hash: str  # hash of the case spec (cache key part)

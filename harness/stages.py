@@ -292,7 +292,7 @@ class Baseline:
 def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stage: StageLog, facts: dict[str, Any],
                 bundle_dir: str | None, keep: list[Any], refs: Baseline | None) -> None:
     meter = PeakMeter()
-    meter.start()
+    start = meter.start()
     ep = group.ep
     built = group.fresh_built()
     if recipe.quantized and Stage.QUANTIZE in backend.stages:
@@ -305,7 +305,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         blob, blobs = stage(Stage.SERIALIZE, lambda: backend.serialize(recipe, lowered))
         facts["program"] = Program(len(blob), hashlib.sha256(blob).hexdigest(), tuple(blobs))
     memory = {"aot": meter.peak()}
-    meter.start()
+    memory["aot_growth"] = round(memory["aot"] - start, 1)
+    start = meter.start()
     handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
     facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
     inputs = clone_inputs(group.built.run)
@@ -324,6 +325,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
 
     outs, samples = stage(Stage.RUN, run, run_fault)
     memory["run"] = meter.peak()
+    memory["run_growth"] = round(memory["run"] - start, 1)
     facts["memory_mb"] = memory
     lat: dict[str, float] = {k: round(v, 4) for k, v in latency_stats(samples).items()}
     lat["repeats"] = len(samples)
