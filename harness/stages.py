@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import hashlib
+import os
 import re
 import time
 import traceback

@@ -36,7 +36,8 @@ class Result:
 
 def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600) -> Result:
     """Run the real CLI in a subprocess (python -m harness)."""
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(ROOT)]), "BTI_RECIPE_PATH": str(FIXTURES / "recipes")}
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS / "devices"), str(ROOT)]),
+                "BTI_RECIPE_PATH": str(FIXTURES / "recipes")}
     full_env.update(env or {})
     proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)

@@ -142,3 +142,23 @@ def test_pair_needs_equal_input_shapes(bti, tmp_path: Path) -> None:
     assert res.code == 2 and "Traceback" not in res.err
     assert "pair inputs differ: op.layer_norm.ln takes [[2, 16]], op.rms_norm.rms takes [[2, 8]]" in res.err
     assert f"{suite}:" in res.err
+
+
+def test_privateuse1_device_end_to_end(bti, tmp_path: Path) -> None:
+    """A PrivateUse1 device registered through torch's extension points (tests/devices/npu_device.py: CPU
+    kernels behind a Python fallback), run as `backend: torch-eager, device: npu`, against torch-cpu."""
+    res = bti("run", "-s", TINY, "-s", "models", "-r", "torch-npu", "-r", "torch-privateuse1", "--baseline", "torch-cpu",
+              "-o", str(tmp_path / "o"), "--no-reuse", "-j", "2")
+    assert res.code == 0, res.err
+    header, recs = read(tmp_path / "o")
+    assert header["recipe_info"]["torch-npu"]["unavailable"] is None
+    npu = {i: r for i, r in recs.items() if i.endswith("@torch-npu")}
+    assert len(npu) == 4 + 16
+    for item_id, rec in npu.items():
+        if item_id.startswith(("model.gru", "model.lstm")):
+            assert rec["status"] == "XFAIL" and "_thnn_fused" in rec["error"]["message"], rec
+        else:
+            assert rec["status"] == "PASS", (item_id, rec.get("detail"))
+            assert rec["baseline"]["recipe"] == "torch-cpu" and rec["baseline"]["latency_ratio"] > 0
+    template = recs["op.mul.a[float32,static]@torch-privateuse1"]
+    assert template["status"] == "UNAVAILABLE" and "torch_npu" in template["detail"]

@@ -3,7 +3,9 @@
 ``torch-eager`` (stages: lower, load, run; no quantize, no serialize): the case's eager module, deep-copied
 and moved to ``device:``, run there; inputs go to the device and outputs must come back on it.
 Recipe keys: ``device`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``, ``xpu``, ``hpu``, or a PrivateUse1 name such
-as ``npu``) and ``autocast`` (``float16`` | ``bfloat16``: run under ``torch.autocast`` on that device).
+as ``npu``), ``import`` (packages whose import registers the device, e.g. ``[torch_npu]``; imported in
+the parent before workers fork) and ``autocast`` (``float16`` | ``bfloat16``: run under ``torch.autocast``
+on that device).
 
 ``torch-compile`` (same stages): ``torch.compile(module, backend=, mode=)`` on ``device:``; the first call,
 in the lower stage, compiles, so the lower time is the compile time. Graph breaks and the number of
@@ -106,6 +108,19 @@ def _check_on_device(outs: list[Any], device: str) -> list[Any]:
 class EagerOptions:
     device: str = "cpu"
     autocast: str | None = None
+    imports: tuple[str, ...] = ()  # modules whose import registers the device (torch_npu, …)
+
+
+def import_device_modules(modules: tuple[str, ...]) -> str | None:
+    """Import the packages that register a device; the reason when one cannot be imported."""
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            return f"device package {name!r} cannot be imported: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    return None
 
 
 @dataclass
@@ -142,14 +157,18 @@ class TorchEagerBackend(BaseBackend):
     needs_export = False
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> EagerOptions:
-        check_keys(raw, {"device", "autocast"}, where, self.name)
+        check_keys(raw, {"device", "autocast", "import"}, where, self.name)
         autocast = raw.get("autocast")
         if autocast is not None and autocast not in AUTOCAST:
             raise RecipeError(f"{where('autocast')}: `autocast` takes {' or '.join(AUTOCAST)}")
-        return EagerOptions(_device(raw, where), autocast)
+        imports = raw.get("import") or []
+        if not isinstance(imports, list) or not all(isinstance(m, str) and m for m in imports):
+            raise RecipeError(f"{where('import')}: `import` takes a list of module names (the packages that register the device)")
+        return EagerOptions(_device(raw, where), autocast, tuple(imports))
 
     def unavailable_reason(self, recipe: Recipe) -> str | None:
-        return device_module(recipe.options.device)[1]
+        """Imports the device's packages first (parent side, before workers fork: they inherit the device)."""
+        return import_device_modules(recipe.options.imports) or device_module(recipe.options.device)[1]
 
     def warm(self, recipe: Recipe, lower: bool) -> None:
         import torch  # noqa: F401
