@@ -96,6 +96,8 @@ def run(**kw: Any) -> None:
         from harness.env import installed
 
         upstream["installed"] = installed(kw["upstream_package"])
+    if kw["cache_dir"]:
+        os.environ["BTI_CACHE_DIR"] = str(kw["cache_dir"])  # backends' own caches (inductor's) follow it
     opts = RunOptions(
         suites=_suites(kw), recipes=_recipes(kw), out=jsonl, filters=_filters(kw), jobs=kw["jobs"],
         timeout=kw["timeout"], resume=kw["resume"], cache_dir=(kw["cache_dir"] or default_dir()) if reuse else None,
@@ -204,7 +206,8 @@ def validate(files: tuple[Path, ...]) -> None:
         doc = load_yaml(path)
         if isinstance(doc, dict) and "backend" in doc:
             recipe = parse_recipe(path)
-            click.echo(f"{path}: recipe {recipe.name} ok (hash {recipe.hash})")
+            unchecked = f"; backend options not checked: {recipe.options_error}" if recipe.options_error else ""
+            click.echo(f"{path}: recipe {recipe.name} ok (hash {recipe.hash}){unchecked}")
             continue
         cases = load_suite(path)
         variants = sum(len(c.dtypes) * len(c.shapes) for c in cases)
@@ -230,7 +233,13 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     bad = set(wanted) - set(FORMATS)
     if bad:
         raise UserError(f"unknown report format(s): {', '.join(sorted(bad))}")
-    paths = write_reports(jsonl, out_dir, wanted)
+    from harness.report import ReportError
+
+    failed: ReportError | None = None
+    try:
+        paths = write_reports(jsonl, out_dir, wanted)
+    except ReportError as exc:  # the others were written: the job summary and outputs still follow
+        failed, paths = exc, exc.paths
     latest: list[Any] = []
     if coverage or github_output:
         from harness.results import read_latest
@@ -253,6 +262,8 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     if not quiet:
         for kind, path in paths.items():
             click.echo(f"{kind}\t{path}")
+    if failed is not None:
+        raise failed
 
 
 @cli.command()

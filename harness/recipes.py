@@ -8,7 +8,8 @@ partitioners: [xnnpack]             # the backend's own options: it parses them 
 quantize: {quantizer: xnnpack, per_channel: true, dynamic: false}
 dtypes: [float32]                   # optional: other dtypes are SKIP for this recipe
 shapes: [static, dynamic]           # optional
-capabilities: {ranks: [1, 4], quantization: [int8]}  # optional: items outside are SKIP, naming the capability
+capabilities: {ranks: [1, 4], dynamic: true, quantization: [int8]}  # optional: items outside are SKIP, naming
+                                    # it; a recipe quantizing outside its own `quantization` is refused at load
 runtime: {warmup: 1, repeats: 5}
 requires:                           # all must hold, else UNAVAILABLE with the reason
   modules: [openvino]               #   importable python modules
@@ -67,7 +68,7 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "int": {"atol": 0.0, "rtol": 0.0},
 }
 TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db")
-XFAIL_STATUSES = frozenset(s for s in Status if s.is_failure and s not in (Status.XPASS, Status.ERROR))
+XFAIL_STATUSES = frozenset(s for s in Status if s.is_failure and s not in (Status.XPASS, Status.ERROR, Status.FLAKY))
 
 
 @dataclass(frozen=True)
@@ -177,8 +178,6 @@ class Recipe:
         rank = case_rank(item.case.spec)
         if caps.ranks and rank is not None and rank not in caps.ranks:
             return f"capability: recipe {self.name} supports ranks {', '.join(map(str, caps.ranks))}, not {rank}"
-        if caps.quantization and self.quantization and self.quantization not in caps.quantization:
-            return f"capability: recipe {self.name} supports quantization {', '.join(caps.quantization)}, not {self.quantization}"
         for rule in self.skip:
             if rule.applies(item.group, item.case.suite):
                 return rule.reason
@@ -262,6 +261,11 @@ def parse_recipe(path: Path) -> Recipe:
                 raise RecipeError(f"{at(key)}: unknown {key[:-1]} {v!r} in `{key}`")
     tolerances = _tolerances(raw.get("tolerances"), at("tolerances"))
     options, options_error = _backend_options(backend, {k: v for k, v in raw.items() if k not in RECIPE_KEYS}, raw, path)
+    caps = _capabilities(raw.get("capabilities"), at("capabilities"))
+    scheme = getattr(options, "scheme", None) if getattr(options, "quantized", False) else None
+    if caps.quantization and scheme is not None and scheme not in caps.quantization:
+        raise RecipeError(f"{at('capabilities')}: the recipe quantizes to {scheme}, outside its own "
+                          f"capabilities.quantization ({', '.join(caps.quantization)})")
     return Recipe(
         name=str(name),
         backend=backend,
@@ -272,7 +276,7 @@ def parse_recipe(path: Path) -> Recipe:
         options_error=options_error,
         dtypes=tuple(map(str, raw.get("dtypes") or ())),
         shapes=tuple(map(str, raw.get("shapes") or ())),
-        capabilities=_capabilities(raw.get("capabilities"), at("capabilities")),
+        capabilities=caps,
         runtime=_runtime(raw.get("runtime"), at("runtime")),
         requires=_requires(raw.get("requires"), at("requires")),
         tolerances=tolerances,
@@ -384,6 +388,8 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
         if key != "expect" and not r.get("reason"):
             raise RecipeError(f"{here}: each `{key}` entry needs `reason:`")
         unless = _list(r.get("unless"), here, "unless")
+        if not isinstance(r.get("delegated_only", False), bool):
+            raise RecipeError(f"{here}: `delegated_only` takes true or false")
         statuses: frozenset[Status] = frozenset()
         message = None
         if key == "xfail":

@@ -140,7 +140,7 @@ def reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
 class Group:
     """The shared part of a (case, axes) group: built module, pristine inputs, reference, exported program."""
 
-    def __init__(self, item: Item, prebuilt: Any = None) -> None:
+    def __init__(self, item: Item, prebuilt: Any = None, tolerance: dict[str, Any] | None = None) -> None:
         from harness.spec.build import build_op, build_pair
         from harness.spec.build_model import build_model
         from harness.suites.hf_models import build_hf
@@ -151,6 +151,9 @@ class Group:
         self.ref: list[Any] = []
         self.ep: Any = None
         self.ref_mutates = False  # the eager module itself writes into its inputs
+        self._weights_seen: int | None = None
+        # the case's own tolerance (a pair's b side keeps b's; the pair's loosens only a against b)
+        self.case_tolerance: dict[str, Any] = tolerance if tolerance is not None else dict(item.case.spec.get("tolerance") or {})
         log = StageLog()
 
         def build() -> None:
@@ -160,6 +163,7 @@ class Group:
             ref_inputs = clone_inputs(self.built.run)
             self.ref = reference(self.built, ref_inputs)
             self.ref_mutates = not inputs_equal(ref_inputs, self.built.run)
+            self._weights_seen = self._weights_version()
 
         with contextlib.suppress(_Stop):
             log(Stage.EXPORT, build)
@@ -168,10 +172,27 @@ class Group:
         self._other: Group | None = None
         self.item = item
 
+    def _weights_version(self) -> int:
+        """The sum of the version counters of the module's parameters and the exported program's state
+        (they share storage): any in-place torch write bumps it. Cheap: no tensor data is read."""
+        tensors = list(self.built.module.parameters()) if self.built is not None else []
+        if self.ep is not None:
+            tensors += [t for t in self.ep.state_dict.values() if hasattr(t, "_version")]
+        return sum(int(t._version) for t in tensors)
+
+    def weights_written(self) -> bool:
+        """Whether a backend wrote into the shared weights since the group was built (or last checked)."""
+        now = self._weights_version()
+        if self._weights_seen is None:
+            self._weights_seen = now
+            return False
+        return now != self._weights_seen
+
     def pair_other(self) -> Group:
         """A pair case's b side: its own module (and eager reference), a's inputs."""
         if self._other is None:
-            self._other = Group(self.item, prebuilt=self.built.pair_b)
+            self._other = Group(self.item, prebuilt=self.built.pair_b,
+                                tolerance=dict(self.item.case.spec["b_spec"].get("tolerance") or {}))
         return self._other
 
     def outcomes(self, export: bool) -> tuple[StageOutcome, ...]:
@@ -188,6 +209,7 @@ class Group:
                     self.built.module, clone_inputs(self.built.example), dynamic_shapes=self.built.dynamic_shapes, strict=False))
             done = log.done[0]
             self._exported = dataclasses.replace(done, seconds=round(done.seconds + self.built_outcome.seconds, 6))
+            self._weights_seen = self._weights_version()
         return (self._exported,)
 
     def fresh_built(self) -> Any:
@@ -289,44 +311,70 @@ class Baseline:
     median_ms: float | None
 
 
+def _shape(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(type(v).__name__ for v in value) + ")"
+    return type(value).__name__
+
+
+def _lowered_fault(value: Any) -> str | None:
+    if not (isinstance(value, tuple) and len(value) == 2 and (value[1] is None or isinstance(value[1], dict))):
+        return f"lower returned {_shape(value)}, not (lowered, partition stats or None)"
+    return None
+
+
+def _serialized_fault(value: Any) -> str | None:
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (bytes, bytearray))
+            and isinstance(value[1], list)):
+        return f"serialize returned {_shape(value)}, not (program bytes, list of delegate blobs)"
+    return None
+
+
 def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stage: StageLog, facts: dict[str, Any],
                 bundle_dir: str | None, keep: list[Any], refs: Baseline | None) -> None:
     meter = PeakMeter()
+    memory: dict[str, float] = {}
     start = meter.start()
-    ep = group.ep
-    built = group.fresh_built()
-    if recipe.quantized and Stage.QUANTIZE in backend.stages:
-        ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
-    lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built))
-    if stats is not None:
-        facts["partition"] = stats
-    blob = None
-    if Stage.SERIALIZE in backend.stages:
-        blob, blobs = stage(Stage.SERIALIZE, lambda: backend.serialize(recipe, lowered))
-        facts["program"] = Program(len(blob), hashlib.sha256(blob).hexdigest(), tuple(blobs))
-    memory = {"aot": meter.peak()}
-    memory["aot_growth"] = round(memory["aot"] - start, 1)
-    start = meter.start()
-    handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
-    facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
-    inputs = clone_inputs(group.built.run)
-    checks_inputs = not group.ref_mutates and not (stats or {}).get("input_mutations")
+    try:
+        ep = group.ep
+        built = group.fresh_built()
+        if recipe.quantized and Stage.QUANTIZE in backend.stages:
+            ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
+        lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
+        if stats is not None:
+            facts["partition"] = stats
+        blob = None
+        if Stage.SERIALIZE in backend.stages:
+            blob, blobs = stage(Stage.SERIALIZE, lambda: backend.serialize(recipe, lowered), _serialized_fault)
+            blob = bytes(blob)
+            facts["program"] = Program(len(blob), hashlib.sha256(blob).hexdigest(), tuple(blobs))
+        memory["aot"] = meter.peak()
+        memory["aot_growth"] = round(memory["aot"] - start, 1)
+        start = meter.start()
+        handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
+        facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
+        inputs = clone_inputs(group.built.run)
+        checks_inputs = not group.ref_mutates and not (stats or {}).get("input_mutations")
 
-    def run() -> tuple[Any, list[float]]:
-        return timed_calls(lambda: backend.run(handle, inputs), recipe.runtime.warmup, recipe.runtime.repeats)
+        def run() -> tuple[Any, list[float]]:
+            return timed_calls(lambda: backend.run(handle, inputs), recipe.runtime.warmup, recipe.runtime.repeats)
 
-    def run_fault(result: tuple[Any, list[float]]) -> str | None:
-        why = output_fault(result[0])
-        if why is None and checks_inputs:
-            changed = changed_inputs(inputs, group.built.run)
-            if changed:
-                why = f"the program wrote into its input tensor(s) {', '.join(f'input[{i}]' for i in changed)}"
-        return why
+        def run_fault(result: tuple[Any, list[float]]) -> str | None:
+            why = output_fault(result[0])
+            if why is None and checks_inputs:
+                changed = changed_inputs(inputs, group.built.run)
+                if changed:
+                    why = f"the program wrote into its input tensor(s) {', '.join(f'input[{i}]' for i in changed)}"
+            if why is None and group.weights_written():
+                why = "it wrote into the model's weights (shared with the eager reference and the other recipes)"
+            return why
 
-    outs, samples = stage(Stage.RUN, run, run_fault)
-    memory["run"] = meter.peak()
-    memory["run_growth"] = round(memory["run"] - start, 1)
-    facts["memory_mb"] = memory
+        outs, samples = stage(Stage.RUN, run, run_fault)
+    finally:  # an item that failed midway still has its own memory figures
+        key = "run" if "aot" in memory else "aot"
+        memory[key] = meter.peak()
+        memory[f"{key}_growth"] = round(memory[key] - start, 1)
+        facts["memory_mb"] = memory
     lat: dict[str, float] = {k: round(v, 4) for k, v in latency_stats(samples).items()}
     lat["repeats"] = len(samples)
     facts["latency_ms"] = lat
@@ -341,7 +389,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
 def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None) -> Comparison:
     refs = group.ref if baseline is None else baseline.outputs
     tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
-    case_tol = item.case.spec.get("tolerance") or {}
+    case_tol = group.case_tolerance
     if not recipe.quantized:
         tol.update(case_tol)
     elif case_tol.get("shape_only"):
@@ -418,4 +466,6 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
                     blocked = (status, rec.get("detail", ""))
         if item.recipe == control_recipe:
             control = Status(rec["status"])
+        if group.weights_written():  # that backend wrote into the shared weights: the next recipes get a fresh build
+            group = Group(items[0])
         emit(rec)

@@ -237,19 +237,21 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
 
 
 def triage(status: Status, control: Status | None, is_control: bool) -> str | None:
-    """Who should look first: ``upstream`` (fails before the backend, or on the control recipe too),
-    ``backend`` (only this recipe fails), ``infra`` (a crash, hang or harness/environment error) or
-    ``flake`` (attempts disagree). None for anything that is not a failure."""
+    """Who should look first: ``flake`` (attempts disagree), ``infra`` (a crash, hang or harness/environment
+    error, on any recipe), ``upstream`` (fails before the backend, on the control recipe, or where the control
+    fails too, other than by a crash or hang), else ``backend``. None for anything that is not a failure."""
     if not status.is_failure or status is Status.XPASS:
         return None
     if status is Status.FLAKY:
         return "flake"
-    if status is Status.FAIL_EXPORT or is_control:
-        return "upstream"
-    if control is not None and (control.is_failure or control is Status.XFAIL) and control is not Status.FLAKY:
-        return "upstream"
     if status.is_infra or status is Status.ERROR:
         return "infra"
+    if status is Status.FAIL_EXPORT or is_control:
+        return "upstream"
+    # the control's own crash, hang, harness error or flake says nothing about the case
+    if control is not None and (control.is_failure or control is Status.XFAIL) and not control.is_infra \
+            and control not in (Status.ERROR, Status.FLAKY):
+        return "upstream"
     return "backend"
 
 

@@ -2,7 +2,7 @@
 
 Recipe key ``options`` (this backend's own, declared through ``extra_keys``): ``fault`` (segfault |
 abort | sleep | perturb | noise | raise_lower | none_output | write_inputs |
-hostile_lower | alloc | flaky, wrong on each program's first
+hostile_lower | alloc | bad_lower | bad_serialize | write_weights (any program with weights) | flaky, wrong on each program's first
 attempt: needs ``BTI_FAULT_STATE``, a directory) and ``op`` (an
 edge op name such as ``aten.mul.Tensor``): the fault fires only for programs containing that op,
 so every other item must come out intact.
@@ -40,9 +40,22 @@ class FaultBackend(ExecuTorchBackend):
         self.options = opts
         if self.armed == "raise_lower":
             raise RuntimeError("fault backend: refusing to lower on purpose")
+        if opts.get("fault") == "write_weights":  # any program with weights: doubles them where they are shared
+            import torch
+
+            with torch.no_grad():
+                for t in ep.state_dict.values():
+                    t.mul_(2.0)
+        if self.armed == "bad_lower":
+            return lowered  # type: ignore[return-value]  # not (lowered, stats)
         if self.armed == "hostile_lower":  # what XML cannot carry, a CDATA end, and 2 MB
             raise RuntimeError("hostile \x00 NUL \x1b[31m ESC \ud800 lone surrogate ]]> <!-- --> &amp; " + "x" * 2_000_000)
         return lowered, stats
+
+    def serialize(self, recipe: Any, lowered: Any) -> Any:
+        if self.armed == "bad_serialize":
+            return "not bytes", []
+        return super().serialize(recipe, lowered)
 
     def run(self, handle: Any, inputs: tuple[Any, ...]) -> list[Any]:
         outs = super().run(handle, inputs)

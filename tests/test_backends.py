@@ -84,6 +84,17 @@ def test_baseline_recipe_and_blocked(bti, tmp_path: Path) -> None:
     _, recs = read(tmp_path / "c")
     assert {r["status"] for i, r in recs.items() if i.endswith("@torch-cpu")} == {"BLOCKED"}
     assert all("UNAVAILABLE: torch.cuda.is_available() is False" in r["detail"] for i, r in recs.items() if i.endswith("@torch-cpu"))
+    # --resume of a run with a baseline: the baseline passed earlier, so a resumed item is compared, not BLOCKED
+    out = tmp_path / "o"
+    lines = (out / "results.jsonl").read_text().splitlines()
+    gone = next(i for i, x in enumerate(lines) if '"op.add.a[float32,static]@torch-cpu"' in x)
+    (out / "results.jsonl").write_text("\n".join(lines[:gone] + lines[gone + 1:]) + "\n")
+    res = bti("run", "-s", TINY, "-r", "torch-cpu", "-r", "portable", "--baseline", "fault-perturb", "-o", str(out),
+              "--resume", "-j", "1")
+    _, recs = read(out)
+    again = recs["op.add.a[float32,static]@torch-cpu"]
+    assert again["status"] == "PASS" and again["baseline"]["recipe"] == "fault-perturb", again
+    assert "1 executed" in res.err
 
 
 def test_eager_device_output_must_stay_on_the_device(tmp_path: Path) -> None:
@@ -138,6 +149,14 @@ def test_pair_needs_equal_input_shapes(bti, tmp_path: Path) -> None:
     suite = tmp_path / "p.yaml"
     suite.write_text(PAIRS.replace("op: torch.nn.functional.rms_norm\n    args: [{shape: [N, F]}, [16]]",
                                    "op: torch.nn.functional.rms_norm\n    args: [{shape: [N, 8]}, [8]]"))
+    for bad, needle in (("a: [op.gelu.exact]", "pair.a takes a case id"), ("a: op.gelu.nope", "no case 'op.gelu.nope'")):
+        other = tmp_path / "bad.yaml"
+        other.write_text(PAIRS.replace("a: op.gelu.exact", bad))
+        res = bti("validate", str(other))
+        assert res.code == 2 and "Traceback" not in res.err and needle in res.err, res.err
+    other.write_text(PAIRS.replace("tolerance: {atol: 1.0e-2, rtol: 0}", "tolerance: [1]"))
+    res = bti("validate", str(other))
+    assert res.code == 2 and "`tolerance` takes atol" in res.err, res.err
     res = bti("validate", str(suite))
     assert res.code == 2 and "Traceback" not in res.err
     assert "pair inputs differ: op.layer_norm.ln takes [[2, 16]], op.rms_norm.rms takes [[2, 8]]" in res.err

@@ -78,6 +78,9 @@ def test_xfail_status_list_and_suite_scope(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "needle"), [
     ('xfail: [{match: "op.*", reason: "r"}]', "names the failure it expects"),
     ('xfail: [{match: "op.*", status: PASS, reason: "r"}]', "not a failure status"),
+    ('xfail: [{match: "op.*", status: FLAKY, reason: "r"}]', "not a failure status"),
+    ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", delegated_only: "no"}]', "delegated_only` takes true or false"),
+    ("1: x\nfoo: y\n", "unknown recipe key(s) for backend executorch: 1, foo"),
     ('xfail: [{match: "op.*", status: FAIL_LOWER, message: "(", reason: "r"}]', "not a regular expression"),
     ('xfail: [{match: "op.*", status: FAIL_LOWER, reason: "r", colour: red}]', "each `xfail` entry takes"),
     ("tolerances: {float32: {atol: banana}}", "tolerances.float32.atol must be a number"),
@@ -137,14 +140,15 @@ def test_expected_delegation(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------------------------- capabilities
 def test_capabilities_skip_naming_the_capability(tmp_path: Path) -> None:
-    r = recipe(tmp_path, "capabilities: {ranks: [2, 3], dynamic: false, quantization: [int4]}\n"
+    r = recipe(tmp_path, "capabilities: {ranks: [2, 3], dynamic: false, quantization: [int8]}\n"
                          "partitioners: [xnnpack]\nquantize: {quantizer: xnnpack}\n")
     assert "capability" in r.skip_reason(item(shape="dynamic")) and "dynamic" in r.skip_reason(item(shape="dynamic"))
     assert "supports ranks 2, 3, not 4" in r.skip_reason(item())
     rank2 = item(spec={"args": [{"tensor": {"shape": [2, 3]}}]})
-    assert "supports quantization int4, not int8" in r.skip_reason(rank2)
-    plain = recipe(tmp_path, "capabilities: {ranks: [2]}\n", name="p")
-    assert plain.skip_reason(rank2) is None
+    assert r.skip_reason(rank2) is None
+    with pytest.raises(RecipeError, match=r"quantizes to int8, outside its own capabilities\.quantization"):
+        recipe(tmp_path, "capabilities: {quantization: [int4]}\npartitioners: [xnnpack]\nquantize: {quantizer: xnnpack}\n",
+               name="q")
 
 
 # ---------------------------------------------------------------------------------------------------- triage
@@ -155,6 +159,9 @@ def test_triage() -> None:
     assert triage(Status.FAIL_EXPORT, None, False) == "upstream"  # before the backend
     assert triage(Status.FAIL_RUN, None, True) == "upstream"  # the control recipe itself
     assert triage(Status.CRASH, Status.PASS, False) == "infra"
+    assert triage(Status.CRASH, None, True) == "infra"  # the control's own crash is infra, not upstream
+    assert triage(Status.TIMEOUT, Status.CRASH, False) == "infra"
+    assert triage(Status.FAIL_RUN, Status.TIMEOUT, False) == "backend"  # a control that hung says nothing
     assert triage(Status.ERROR, None, False) == "infra"
     assert triage(Status.FLAKY, None, False) == "flake"
     assert triage(Status.PASS, Status.FAIL_RUN, False) is None
@@ -187,3 +194,15 @@ def test_cache_key_covers_what_the_verdict_depends_on(tmp_path: Path, monkeypatc
     monkeypatch.syspath_prepend(str(TESTS))
     assert _backend_code("fault_backend:FaultBackend").startswith("sha256:")  # not a distribution: its source
     assert harness.env.module_distribution("yaml").startswith("PyYAML==")  # a plugin's distribution and version
+
+
+def test_reports_survive_hostile_attempts() -> None:
+    from harness.report import comment, markdown
+
+    rec = {"kind": "result", "id": "op.x.a[float32,static]@r", "case": "op.x.a", "suite": "s", "recipe": "r",
+           "status": "FLAKY", "detail": "d", "attempts": [{"status": 5}, "junk", {"status": "<b>@x"}]}
+    md = markdown.render({"recipes": {"r": "h"}}, [rec])  # type: ignore[list-item]
+    assert "5 → ? → &lt;b&gt;@\u2060x" in md
+    assert "5 → ? → &lt;b&gt;@\u2060x" in comment.render("k", {}, [rec], None)  # type: ignore[list-item]
+    rec["attempts"] = "not a list"
+    assert "## Flaky items (1)" in markdown.render({}, [rec])  # type: ignore[list-item]

@@ -55,6 +55,27 @@ def test_backend_faults_are_the_backends_and_never_reach_another_recipe(bti, tmp
     assert none["error"]["type"] == "BackendContract"
 
 
+def test_contract_breaks_in_lower_serialize_and_weights(bti, tmp_path: Path) -> None:
+    res = bti("run", "-s", TINY, "-r", "fault-bad-lower", "-r", "fault-bad-serialize", "-o", str(tmp_path / "o"),
+              "--no-reuse", "-j", "1")
+    recs = records(tmp_path / "o")
+    lower, ser = recs[MUL + "fault-bad-lower"], recs[MUL + "fault-bad-serialize"]
+    assert lower["status"] == "FAIL_LOWER" and "the backend's fault: lower returned" in lower["detail"], lower
+    assert ser["status"] == "FAIL_SERIALIZE", ser
+    assert "the backend's fault: serialize returned (str, list), not (program bytes" in ser["detail"]
+    assert ser["triage"] == "backend"
+    assert res.code == 1
+    # a backend that writes into the model's weights (shared with the eager reference and the next recipes)
+    res = bti("run", "-s", "models", "-k", "model.mlp*", "-r", "fault-write-weights", "-r", "portable", "-r", "xnnpack",
+              "--control", "", "-o", str(tmp_path / "w"), "--no-reuse", "-j", "1")
+    recs = records(tmp_path / "w")
+    for item_id, rec in recs.items():
+        if item_id.endswith("@fault-write-weights"):
+            assert rec["status"] == "FAIL_RUN" and "wrote into the model's weights" in rec["detail"], rec
+        else:
+            assert rec["status"] == "PASS", (item_id, rec.get("detail"))  # rebuilt for them
+
+
 def test_with_portable_as_control_a_shared_failure_is_upstream(bti, tmp_path: Path) -> None:
     suite = tmp_path / "s.yaml"
     suite.write_text("suite: s\ncases:\n  - id: a\n    op: aten::sort.default\n    args: [{shape: [4, 6]}]\n")
@@ -93,8 +114,11 @@ def test_a_failing_report_writer_leaves_the_others(bti, tmp_path: Path) -> None:
     res = bti("run", "-s", TINY, "-r", "portable", "-o", str(out), "--no-reuse", "-j", "1", "--no-report")
     assert res.code == 0, res.err
     (out / "dashboard.html").mkdir()  # the html writer cannot replace a directory
-    res = bti("report", str(out / "results.jsonl"), "-o", str(out))
+    res = bti("report", str(out / "results.jsonl"), "-o", str(out), "--step-summary", str(tmp_path / "summary"),
+              "--github-output", str(tmp_path / "gh"))
     one_line_error(res, "report writer(s) failed: html:", "the JSONL is intact")
+    assert "# bti results" in (tmp_path / "summary").read_text()  # the job summary still follows
+    assert "passed=4" in (tmp_path / "gh").read_text()
     for name in ("junit.xml", "summary.md", "results.csv", "badge.json"):
         assert (out / name).exists(), name
 
@@ -124,9 +148,6 @@ def test_flaky_delegate_is_rerun_and_marked(bti, tmp_path: Path) -> None:
 def test_silent_fallback_fails_expected_delegation(bti, tmp_path: Path) -> None:
     expect = 'expect: [{match: "op.mul.*", delegated_ops: [aten.mul.Tensor]}]\n'
     (tmp_path / "xnn.yaml").write_text("name: xnn\nbackend: executorch\npartitioners: [xnnpack]\n" + expect)
-    (tmp_path / "fallback.yaml").write_text("name: fallback\nbackend: executorch\npartitioners: [xnnpack]\n"
-                                            "compile_specs: {}\n" + expect.replace("aten.mul.Tensor", "aten.add.Tensor")
-                                            .replace("op.mul.*", "op.add.*"))
     (tmp_path / "none.yaml").write_text("name: none\nbackend: executorch\npartitioners: []\n" + expect)
     res = bti("run", "-s", TINY, "-r", str(tmp_path / "xnn.yaml"), "-r", str(tmp_path / "none.yaml"),
               "-o", str(tmp_path / "o"), "--no-reuse", "-j", "1")
@@ -165,12 +186,28 @@ def test_bad_recipe_never_runs(bti, tmp_path: Path, recipe: str, needle: str) ->
     assert not (tmp_path / "o" / "results.jsonl").exists()
 
 
+def test_cached_failures_run_again_with_reruns(bti, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    env = {"BTI_FAULT_STATE": str(state)}
+    cache = str(tmp_path / "cache")
+    res = bti("run", "-s", TINY, "-r", "fault-flaky", "-o", str(tmp_path / "a"), "--reuse", "--cache-dir", cache, "-j", "1", env=env)
+    assert res.code == 1 and records(tmp_path / "a")[MUL + "fault-flaky"]["status"] == "FAIL_MISMATCH"
+    res = bti("run", "-s", TINY, "-r", "fault-flaky", "-o", str(tmp_path / "b"), "--reuse", "--cache-dir", cache, "-j", "1",
+              "--rerun-failures", "1", env=env)
+    rec = records(tmp_path / "b")[MUL + "fault-flaky"]
+    assert not rec.get("cached") and rec["status"] == "PASS", rec  # ran again (its second attempt ever passes)
+    assert "1 executed, 3 reused" in res.err
+
+
 def test_binary_suite_file(bti, tmp_path: Path) -> None:
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"suite: x\n\xff\xfe\x00\x01binary")
     one_line_error(bti("run", "-s", str(path), "-o", str(tmp_path / "o")), "not UTF-8 text")
     path.write_bytes(b"suite: x\ncases: [\x00\x01]\n")
     one_line_error(bti("validate", str(path)), "invalid YAML")
+    path.write_text("suite: x\ncases:\n  - {id: a, op: aten::neg.default, args: [{shape: [2]}], tolerance: {atol: banana}}\n")
+    one_line_error(bti("validate", str(path)), "tolerance.atol must be a number")
 
 
 def test_full_disk_keeps_earlier_records(tmp_path: Path) -> None:

@@ -77,8 +77,8 @@ class BaseBackend:
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> Any:
         if raw:
-            key = sorted(raw)[0]
-            raise RecipeError(f"{where(key)}: unknown recipe key(s) for backend {self.name}: {', '.join(sorted(raw))}")
+            keys = sorted(map(str, raw))
+            raise RecipeError(f"{where(keys[0])}: unknown recipe key(s) for backend {self.name}: {', '.join(keys)}")
         return None
 
     def unavailable_reason(self, recipe: Recipe) -> str | None:
@@ -100,7 +100,7 @@ class BaseBackend:
 
 def check_keys(raw: Mapping[str, Any], allowed: set[str] | frozenset[str], where: Where, backend: str) -> None:
     """Reject keys a backend does not know, naming the first one's line."""
-    unknown = sorted(set(raw) - set(allowed))
+    unknown = sorted(str(k) for k in set(raw) - set(allowed))
     if unknown:
         raise RecipeError(f"{where(unknown[0])}: unknown recipe key(s) for backend {backend}: {', '.join(unknown)} "
                           f"(it takes: {', '.join(sorted(allowed)) or 'none'})")

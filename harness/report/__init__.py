@@ -12,6 +12,10 @@ from harness.results import read_results
 class ReportError(UserError):
     """A report could not be written (the others were, and the results file is intact)."""
 
+    def __init__(self, message: str, paths: dict[str, Path] | None = None) -> None:
+        super().__init__(message)
+        self.paths = paths or {}
+
 __all__ = ["write_reports"]
 
 
@@ -57,5 +61,5 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS
             failed.append(f"{kind}: {type(exc).__name__}: {first_line(str(exc)) or 'no message'}")
     if failed:
         done = ", ".join(paths) or "none"
-        raise ReportError(f"report writer(s) failed: {'; '.join(failed)} (written: {done}; the JSONL is intact)")
+        raise ReportError(f"report writer(s) failed: {'; '.join(failed)} (written: {done}; the JSONL is intact)", paths)
     return paths

@@ -12,7 +12,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.report import safe
 from harness.report.compare import Change, Comparison
-from harness.report.summary import by_recipe, failures, flaky, triage_line
+from harness.report.summary import attempts_line, by_recipe, failures, flaky, triage_line
 from harness.results import Record
 
 LIMIT = 65_536
@@ -113,7 +113,7 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
     flakes = flaky(records)
     if flakes:
         out += [f"### Flaky ({len(flakes)})", "", "Attempts disagree (FLAKY fails the run):", ""]
-        out += [f"- {safe.code(r['id'])}: {_esc(' → '.join(str(a.get('status', '?')) for a in r.get('attempts') or []))}"
+        out += [f"- {safe.code(r['id'])}: {_esc(attempts_line(r))}"
                 for r in flakes[:CAP_OTHER]]
         out.append("")
     link_bits = []

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from harness.report import safe
-from harness.report.summary import baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, triage_counts, worst_sqnr
+from harness.report.summary import attempts_line, baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, triage_counts, worst_sqnr
 from harness.results import Record, status_of
 from harness.status import Status
 
@@ -69,7 +69,7 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
     if flakes:
         out += [f"## Flaky items ({len(flakes)})", "", "_Their attempts disagree; FLAKY fails the run._", "",
                 "| item | attempts |", "|---|---|"]
-        out += [f"| {safe.code(r['id'])} | {_esc(' → '.join(a.get('status', '?') for a in r.get('attempts') or []))} |"
+        out += [f"| {safe.code(r['id'])} | {_esc(attempts_line(r))} |"
                 for r in flakes[:50]]
         out.append("")
     ratios = baseline_latency(records)

@@ -122,3 +122,10 @@ def baseline_latency(records: list[Record]) -> dict[str, tuple[int, float, float
         if isinstance(ratio, (int, float)) and ratio > 0:
             ratios[rec["recipe"]].append(float(ratio))
     return {name: (len(v), float(np.median(v)), float(np.percentile(v, 90))) for name, v in sorted(ratios.items())}
+
+
+def attempts_line(rec: Record) -> str:
+    """``FAIL_MISMATCH → PASS``: the statuses of an item's attempts (whatever a hostile file holds there)."""
+    attempts = rec.get("attempts")
+    items = attempts if isinstance(attempts, list) else []
+    return " → ".join(str(a.get("status", "?")) if isinstance(a, dict) else "?" for a in items)

@@ -117,6 +117,7 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     from harness.spec.suite import check_ops
 
     done: set[str] = set()
+    settled_before: list[Record] = []  # --resume: what the earlier run recorded (the control's, the baseline's status)
     writer: ResultsWriter | None = None
     cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir and not baseline else None
     try:
@@ -125,6 +126,7 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             repair_tail(opts.out)
             _, previous = read_results(opts.out)
             done = {r["id"] for r in previous}
+            settled_before = previous
         settled: list[Record] = []
         todo: list[list[Item]] = []
         for group in groups:
@@ -132,7 +134,8 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             for item in group:
                 if item.id in done:
                     continue
-                rec = _settle(item, by_name[item.recipe], unavailable, None if opts.bundle_dir else cache, run_id, control)
+                rec = _settle(item, by_name[item.recipe], unavailable, None if opts.bundle_dir else cache, run_id, control,
+                              reuse_failures=not opts.rerun_failures)
                 if rec is None:
                     pending.append(item)
                 else:
@@ -168,7 +171,8 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             if progress:
                 progress.advance(rec)
         if todo:
-            stats = _run_pool(opts, by_name, run_id, todo, record, control, _contexts(settled, control, baseline),
+            stats = _run_pool(opts, by_name, run_id, todo, record, control,
+                              _contexts(list(latest_by_id([*settled_before, *settled]).values()), control, baseline),
                               baseline=baseline)
             if opts.rerun_failures:
                 stats += _rerun(opts, by_name, run_id, records, todo, writer, cache, control, baseline)
@@ -191,7 +195,7 @@ def _contexts(records: list[Record], control: str | None, baseline: str | None) 
 
 
 def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,
-            run_id: str, control: str | None) -> Record | None:
+            run_id: str, control: str | None, reuse_failures: bool = True) -> Record | None:
     from harness.verdict import Outcome, decide
 
     reason = unavailable[recipe.name] or _missing_source(item.case.spec.get("requires") or [])
@@ -205,7 +209,7 @@ def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cach
         return decide(item, recipe, Outcome(fixed=status, fixed_detail=reason or ""), run_id, control_recipe=control)
     if cache is not None:
         hit = cache.get(item, recipe)
-        if hit is not None:
+        if hit is not None and (reuse_failures or not Status(hit["status"]).is_failure):  # --rerun-failures runs them
             from harness.verdict import reused
 
             return reused(hit, run_id)

@@ -84,6 +84,19 @@ def load_suite(path: Path, name: str | None = None, check: bool = True) -> list[
     return cases
 
 
+def case_tolerance(raw: Any, loc: str) -> dict[str, Any]:
+    """A case's ``tolerance:``: atol, rtol, sqnr_db (numbers) and shape_only (true/false)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or set(raw) - {"atol", "rtol", "sqnr_db", "shape_only"}:
+        raise SpecError(f"{loc}: `tolerance` takes atol, rtol, sqnr_db (numbers) and shape_only (true/false)")
+    for key, value in raw.items():
+        ok = isinstance(value, bool) if key == "shape_only" else isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok:
+            raise SpecError(f"{loc}: tolerance.{key} {'takes true or false' if key == 'shape_only' else 'must be a number'}, not {value!r}")
+    return dict(raw)
+
+
 def _input_shapes(spec: dict[str, Any]) -> list[list[int]]:
     """The concrete shapes of a case's tensor inputs, in order (dims resolved)."""
     out: list[list[int]] = []
@@ -117,6 +130,8 @@ def _pair(raw: dict[str, Any], suite: str, by_id: dict[str, Case]) -> Case:
         raise SpecError(f"{loc}: `pair` takes {{a: CASE_ID, b: CASE_ID}}")
     ends = []
     for key in ("a", "b"):
+        if not isinstance(pair[key], str):
+            raise SpecError(f"{loc}: pair.{key} takes a case id (a string), not {pair[key]!r}")
         if pair[key] not in by_id:
             raise SpecError(f"{loc}: pair.{key}: no case {pair[key]!r} in this suite file (known: "
                             f"{', '.join(sorted(by_id)[:8])}{'…' if len(by_id) > 8 else ''})")
@@ -132,9 +147,12 @@ def _pair(raw: dict[str, Any], suite: str, by_id: dict[str, Case]) -> Case:
     dtypes = tuple(d for d in a.dtypes if d in b.dtypes)
     if not dtypes:
         raise SpecError(f"{loc}: pair {a.id} ({', '.join(a.dtypes)}) and {b.id} ({', '.join(b.dtypes)}) share no dtype")
-    spec = {"a": a.id, "b": b.id, "a_spec": a.spec, "b_spec": b.spec, "tolerance": dict(raw.get("tolerance") or {})}
+    tags = raw.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise SpecError(f"{loc}: `tags` takes a list of strings")
+    spec = {"a": a.id, "b": b.id, "a_spec": a.spec, "b_spec": b.spec, "tolerance": case_tolerance(raw.get("tolerance"), loc)}
     return Case(id=f"pair.{variant}", suite=suite, kind="pair", spec=spec, op=None,
-                tags=tuple(sorted({"pair", *(raw.get("tags") or [])})), dtypes=dtypes,
+                tags=tuple(sorted({"pair", *tags})), dtypes=dtypes,
                 shapes=tuple(s for s in a.shapes if s in b.shapes), source=loc)
 
 
@@ -274,7 +292,7 @@ def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int],
         "dims": {d: dims[d] for d in sorted(used)},
         "dynamic": dynamic,
         "ref": ref,
-        "tolerance": dict(raw.get("tolerance") or {}),
+        "tolerance": case_tolerance(raw.get("tolerance"), loc),
     }
     name = str(raw.get("op_id") or op_short_name(op))
     return Case(
