@@ -114,6 +114,17 @@ class GroupContext:
     control: Status | None = None
     baseline: tuple[Status, str] | None = None
 
+    @staticmethod
+    def note(contexts: dict[str, GroupContext], rec: Record, control: str | None, baseline: str | None) -> None:
+        """Record what ``rec`` says about its group, if it is the control's or the baseline's item."""
+        if rec["recipe"] not in (control, baseline):
+            return
+        ctx = contexts.setdefault(rec["id"].rsplit("@", 1)[0], GroupContext())
+        if rec["recipe"] == control:
+            ctx.control = Status(rec["status"])
+        if rec["recipe"] == baseline:
+            ctx.baseline = (Status(rec["status"]), rec.get("detail", ""))
+
 
 def base_record(item: Item, recipe: Recipe, run_id: str, attempt: int = 1) -> Record:
     return {

@@ -16,8 +16,8 @@ backend, default ``inductor``),
 
 A device is resolved as ``torch.<type>`` (``torch.cuda``, ``torch.xpu``, or the PrivateUse1 module, whose
 name ``torch._C._get_privateuse1_backend_name()`` gives); it is UNAVAILABLE with the reason when that
-module is absent or ``is_available()`` is false. A ``device_sync`` ends every run, so the latency of an
-asynchronous device is the real one.
+module is absent or ``is_available()`` is false. The device module's ``synchronize()`` ends every run, so
+the latency of an asynchronous device is the real one.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 
 def _device(raw: Mapping[str, Any], where: Where) -> str:
     device = raw.get("device", "cpu")
-    if not isinstance(device, str) or not device or device.split(":", 1)[0] != device.split(":", 1)[0].strip():
+    kind, _, index = device.partition(":") if isinstance(device, str) else ("", "", "")
+    if not kind or kind != kind.strip():
         raise RecipeError(f"{where('device')}: `device` takes a torch device name such as cpu, cuda:0 or npu")
-    _, _, index = device.partition(":")
     if index and not index.isdigit():
         raise RecipeError(f"{where('device')}: device index {index!r} is not a number")
-    return device
+    return str(device)
 
 
 def device_module(device: str) -> tuple[Any, str | None]:
@@ -73,12 +73,6 @@ def device_module(device: str) -> tuple[Any, str | None]:
         if int(device.split(":", 1)[1]) >= count:
             return None, f"{device} does not exist ({count} {kind} device(s) here)"
     return module, None
-
-
-def _leaves(out: Any) -> list[Any]:
-    import torch.utils._pytree as pytree
-
-    return [leaf for leaf in pytree.tree_leaves(out) if leaf is not None]
 
 
 def _to_device(values: tuple[Any, ...], device: str) -> list[Any]:
@@ -124,12 +118,12 @@ class OnDevice:
     fn: Any
     device: str
     autocast: str | None = None
-    moved: tuple[int, list[Any]] | None = None
+    moved: tuple[tuple[Any, ...], list[Any]] | None = None  # (the input tuple, its tensors on the device)
     sync: Any = None
 
     def args(self, inputs: tuple[Any, ...]) -> list[Any]:
-        if self.moved is None or self.moved[0] != id(inputs):
-            self.moved = (id(inputs), _to_device(inputs, self.device))
+        if self.moved is None or self.moved[0] is not inputs:
+            self.moved = (inputs, _to_device(inputs, self.device))
         return self.moved[1]
 
     def synchronize(self) -> None:
@@ -151,6 +145,8 @@ def _call(handle: OnDevice, inputs: tuple[Any, ...]) -> list[Any]:
     with torch.no_grad(), cast:
         out = handle.fn(*args)
     handle.synchronize()  # an asynchronous device has finished when the call returns
+    from harness.stages import _leaves
+
     outs = _check_on_device(_leaves(out), handle.device)
     if handle.autocast:  # autocast is judged on values: its lower-precision outputs go back to the inputs' dtype
         dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), None)

@@ -188,12 +188,7 @@ class Pool:
         self._remove(w)
 
     def _emit(self, rec: Record) -> None:
-        if rec["recipe"] in (self.cfg.control, self.cfg.baseline):
-            ctx = self.contexts.setdefault(rec["id"].rsplit("@", 1)[0], GroupContext())
-            if rec["recipe"] == self.cfg.control:
-                ctx.control = Status(rec["status"])
-            if rec["recipe"] == self.cfg.baseline:
-                ctx.baseline = (Status(rec["status"]), rec.get("detail", ""))
+        GroupContext.note(self.contexts, rec, self.cfg.control, self.cfg.baseline)
         self.on_record(rec)
 
     def _synthetic(self, item: Item, status: Status, detail: str, pid: int) -> Record:

@@ -185,12 +185,7 @@ def _contexts(records: list[Record], control: str | None, baseline: str | None) 
     """Per group, the control's and the baseline's status, from records already written."""
     out: dict[str, GroupContext] = {}
     for r in records:
-        if r["recipe"] in (control, baseline):
-            ctx = out.setdefault(r["id"].rsplit("@", 1)[0], GroupContext())
-            if r["recipe"] == control:
-                ctx.control = Status(r["status"])
-            if r["recipe"] == baseline:
-                ctx.baseline = (Status(r["status"]), r.get("detail", ""))
+        GroupContext.note(out, r, control, baseline)
     return out
 
 
