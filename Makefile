@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.bti-installed
 OUT     ?= out
 ARGS    ?=
 
-.PHONY: run test lint setup clean browser
+.PHONY: run test lint setup clean browser toolchain
 
 $(STAMP): pyproject.toml package.json
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
@@ -25,7 +25,12 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "bti: could not install chromium; tests/test_dashboard.py needs it"
 
-test: $(STAMP) browser
+# A C++ compiler, for `bti runner build` (tests/test_providers.py builds the runner from the wheel).
+toolchain:
+	@command -v g++ >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; } \
+	  || echo "bti: could not install g++; tests/test_providers.py needs it"
+
+test: $(STAMP) browser toolchain
 	@$(VENV)/bin/python -m pytest $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 

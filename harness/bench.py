@@ -17,7 +17,8 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,8 @@ import numpy as np
 
 from harness.env import peak_rss_mb, rss_mb
 from harness.errors import UserError, first_line
-from harness.metrics import compare, latency_stats, timed_calls
-
-# ExecuTorch ScalarType codes (executorch/exir/scalar_type.py) -> torch dtype names, for bundled tensors.
-_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
-                 11: "bool", 15: "bfloat16"}
+from harness.metrics import compare, latency_stats
+from harness.providers import SCALAR_TYPES as _SCALAR_TYPES
 
 
 @contextlib.contextmanager
@@ -63,44 +61,6 @@ def _kind(buf: bytes, path: Path) -> str:
         return "bpte"
     raise UserError(f"{path} is neither an ExecuTorch program (.pte) nor a bundled program (.bpte): "
                     f"file identifier {ident!r}")
-
-
-def _tensor(value: Any, path: Path) -> Any:
-    import torch
-
-    if hasattr(value, "scalar_type"):  # a bundled Tensor
-        name = _SCALAR_TYPES.get(int(value.scalar_type))
-        if name is None:
-            raise UserError(f"{path}: bundled tensor of unsupported scalar type {value.scalar_type}")
-        dtype = getattr(torch, name)
-        flat = torch.frombuffer(bytearray(value.data), dtype=dtype) if value.data else torch.empty(0, dtype=dtype)
-        return flat.reshape(list(value.sizes)).clone()
-    if hasattr(value, "int_val"):
-        return int(value.int_val)
-    if hasattr(value, "double_val"):
-        return float(value.double_val)
-    if hasattr(value, "bool_val"):
-        return bool(value.bool_val)
-    raise UserError(f"{path}: bundled value of unsupported kind {type(value).__name__}")
-
-
-def _bundled_cases(buf: bytes, path: Path, method: str) -> tuple[bytes, list[tuple[list[Any], list[Any]]]]:
-    from executorch.devtools.bundled_program.serialize import deserialize_from_flatbuffer_to_bundled_program
-
-    try:
-        schema = deserialize_from_flatbuffer_to_bundled_program(buf)
-    except Exception:
-        raise UserError(f"{path} is not a readable bundled program (truncated or corrupt)") from None
-    suites = {s.method_name: s for s in schema.method_test_suites}
-    if not suites or not all(suites) or not schema.program:
-        raise UserError(f"{path} is not a readable bundled program (no program or no test suites: truncated or corrupt)")
-    if method not in suites:
-        raise UserError(f"{path} bundles no test cases for method {method!r} (it has: {', '.join(sorted(suites)) or 'none'})")
-    cases = [([_tensor(v.val, path) for v in tc.inputs], [_tensor(v.val, path) for v in tc.expected_outputs])
-             for tc in suites[method].test_cases]
-    if not cases:
-        raise UserError(f"{path} bundles an empty test suite for method {method!r}")
-    return bytes(schema.program), cases
 
 
 def _generated_inputs(meta: Any, seed: int, path: Path) -> list[Any]:
@@ -166,10 +126,26 @@ def _np(values: list[Any]) -> list[np.ndarray]:
             else np.asarray(v.detach().numpy() if isinstance(v, torch.Tensor) else v) for v in values]
 
 
-def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int = 20, seed: int = 0,
-          reference: Path | None = None, rtol: float = 1e-3, atol: float = 1e-3) -> dict[str, Any]:
-    """Measure one program; returns a JSON-ready dict (``ok`` is False when an accuracy check failed)."""
-    import torch
+@dataclass
+class Subject:
+    """One program under bench: its bytes, the test cases a bundle brings, and (pybind) its loaded method."""
+
+    path: Path
+    buf: bytes
+    kind: str
+    program_bytes: bytes
+    cases: list[tuple[list[Any], list[Any]]]
+    card: dict[str, Any]
+    program: Any = None
+    method: Any = None
+    load_ms: float = 0.0
+    memory: dict[str, float] | None = None
+    samples: list[float] | None = None
+    outputs: list[Any] | None = None
+
+
+def _subject(path: Path, method: str, reference: Path | None) -> Subject:
+    from harness.providers import bundled_cases
 
     try:
         buf = path.read_bytes()
@@ -178,64 +154,213 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
     kind = _kind(buf, path)
     if kind == "bpte" and reference is not None:
         raise UserError("--reference is for a .pte; a .bpte carries its own expected outputs")
+    cases: list[tuple[list[Any], list[Any]]] = []
+    program_bytes = buf
+    card: dict[str, Any] = {}
+    if kind == "bpte":
+        try:
+            program_bytes, cases = bundled_cases(buf, method)
+        except ValueError as exc:
+            raise UserError(f"{path} {exc}" if str(exc).startswith("bundles") else f"{path} is {exc}") from None
+        card_path = path.with_name(path.name + ".json")
+        if card_path.is_file():
+            import json
+
+            try:
+                loaded = json.loads(card_path.read_text(encoding="utf-8"))
+                card = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError, UnicodeDecodeError):
+                card = {}
+    return Subject(path, buf, kind, program_bytes, cases, card)
+
+
+def criteria(tol: dict[str, float | None], recipe: str | None, subject: Subject) -> tuple[dict[str, float], str]:
+    """The accuracy criteria and where they came from: the options given, else ``--recipe``'s
+    tolerance, else the bundle card's (the tolerance the item was judged by in ``bti run``), else 1e-3."""
+    given = {k: float(v) for k, v in tol.items() if v is not None}
+    if given:
+        return given, "command line"
+    if recipe:
+        from harness.errors import RecipeError
+        from harness.recipes import load_recipe
+
+        try:
+            r = load_recipe(recipe)
+        except RecipeError as exc:
+            raise UserError(f"--recipe: {exc.one_line()}") from None
+        dtype = "float32"
+        if subject.cases and hasattr(subject.cases[0][1][0], "dtype"):
+            dtype = str(subject.cases[0][1][0].dtype).replace("torch.", "")
+        return r.tolerance(dtype), f"recipe {r.name}"
+    if isinstance(subject.card.get("tolerance"), dict):
+        return {k: float(v) for k, v in subject.card["tolerance"].items() if k in ("atol", "rtol", "sqnr_db", "cosine")}, \
+            "bundle card"
+    return {"atol": 1e-3, "rtol": 1e-3}, "default"
+
+
+def _stats(samples: list[float], warmup: int) -> dict[str, Any]:
+    arr = np.asarray(samples)
+    std = float(arr.std())
+    mean = float(arr.mean())
+    return {**latency_stats(samples), "p99": float(np.percentile(arr, 99)), "mean": mean, "std": std,
+            "cv": round(std / mean, 4) if mean else 0.0, "repeats": len(samples), "warmup": warmup}
+
+
+def _inputs_for(subject: Subject, seed: int) -> list[Any]:
+    if subject.cases:
+        return subject.cases[0][0]
+    if subject.method is not None:
+        return _generated_inputs(subject.method.metadata, seed, subject.path)
+    from executorch.runtime import Runtime
+
+    log: list[str] = []
+    with _runtime_log(log):
+        program = Runtime.get().load_program(subject.program_bytes)
+    return _generated_inputs(program.metadata("forward"), seed, subject.path)
+
+
+def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int = 20, seed: int = 0,
+          reference: Path | None = None, tol: dict[str, float | None] | None = None, recipe: str | None = None,
+          runtime: Any = None, threads: int | None = None, other: Path | None = None,
+          progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Measure one program (or two, A/B, interleaved on the same inputs); returns a JSON-ready dict
+    (``ok`` is False when an accuracy check failed)."""
+    import torch
+
+    from harness.providers import ProviderError, ProviderSpec, PybindProvider, RunOptions
+
+    spec = runtime or ProviderSpec()
+    subjects = [_subject(path, method, reference)]
+    if other is not None:
+        if reference is not None:
+            raise UserError("--reference is for one program; an A/B bench compares the two programs' outputs")
+        subjects.append(_subject(other, method, None))
     torch.set_num_threads(1)
     from executorch.runtime import Runtime
 
     with _runtime_log([]):
         Runtime.get()  # runtime initialisation is not the program's memory
-    cases: list[tuple[list[Any], list[Any]]] = []
-    program_bytes = buf
-    if kind == "bpte":
-        program_bytes, cases = _bundled_cases(buf, path, method)
-    rss_start = rss_mb()
-    program, loaded, load_ms = _load(program_bytes, path, method)
-    rss_loaded = rss_mb()
-    inputs = cases[0][0] if cases else _generated_inputs(loaded.metadata, seed, path)
+    in_process = spec.kind == "pybind"
+    if in_process:
+        PybindProvider.set_threads(threads)
+        for sub in subjects:
+            rss_start = rss_mb()
+            sub.program, sub.method, sub.load_ms = _load(sub.program_bytes, sub.path, method)
+            sub.memory = {"rss_start": round(rss_start, 1), "load_growth": round(rss_mb() - rss_start, 1)}
+    elif method != "forward":
+        raise UserError(f"--runtime {spec.kind}: runners run `forward` only, not {method!r}")
+    inputs = _inputs_for(subjects[0], seed)
+    if len(subjects) == 2 and subjects[1].cases and not subjects[0].cases:
+        inputs = subjects[1].cases[0][0]
+    for sub in subjects:
+        sub.samples = []
+    total = warmup + repeats
     log: list[str] = []
     try:
-        with _runtime_log(log):
-            raw, samples = timed_calls(lambda: loaded.execute(inputs), warmup, repeats)
-        outputs = list(raw)
-    except Exception as exc:
-        raise UserError(f"{path}: running {method!r} failed: {_why(exc, log)}") from None
-    arr = np.asarray(samples)
-    result: dict[str, Any] = {
-        "file": str(path), "kind": kind, "method": method, "bytes": len(buf), "program_bytes": len(program_bytes),
-        "load_ms": round(load_ms, 3),
-        "latency_ms": {**latency_stats(samples), "mean": float(arr.mean()), "std": float(arr.std()),
-                       "repeats": len(samples), "warmup": warmup},
-        "memory_mb": {"rss_start": round(rss_start, 1), "load_growth": round(rss_loaded - rss_start, 1),
-                      "run_growth": round(rss_mb() - rss_loaded, 1),
-                      "peak_rss": round(peak_rss_mb(), 1)},
-        "inputs": [list(t.shape) if isinstance(t, torch.Tensor) else t for t in inputs],
-        "ok": True,
-    }
-    tol = {"rtol": rtol, "atol": atol}
+        if in_process:  # interleaved call by call: A, B, A, B ... so drift hits both alike
+            for i in range(total):
+                for sub in subjects:
+                    with _runtime_log(log):
+                        t0 = time.perf_counter()
+                        out = sub.method.execute(inputs)
+                        dt = (time.perf_counter() - t0) * 1000.0
+                    if i >= warmup:
+                        sub.samples.append(dt)  # type: ignore[union-attr]
+                    sub.outputs = list(out)
+                if progress is not None:
+                    progress(1)
+        else:  # a subprocess per call: interleaved in rounds, each loading once
+            provider = spec.build()
+            rounds = max(1, min(repeats, 5))
+            per = [repeats // rounds + (1 if r < repeats % rounds else 0) for r in range(rounds)]
+            for r, n in enumerate(per):
+                for sub in subjects:
+                    ex = provider.execute(sub.program_bytes, "pte", inputs,
+                                          RunOptions(warmup if r == 0 else 1, n, threads))
+                    sub.samples.extend(ex.latencies_ms)  # type: ignore[union-attr]
+                    sub.outputs = ex.outputs
+                    if r == 0:
+                        sub.load_ms, sub.memory = ex.load_ms, dict(ex.memory_mb)
+                if progress is not None:
+                    progress(n + (warmup if r == 0 else 1))
+    except (ProviderError, RuntimeError) as exc:
+        raise UserError(f"{subjects[0].path}: running {method!r} failed: {_why(exc, log)}") from None
+    results = [_one(sub, method, warmup, inputs) for sub in subjects]
+    first = results[0]
+    first["runtime"] = spec.kind
     checks: list[dict[str, Any]] = []
-    if cases:
-        for idx, (case_inputs, expected) in enumerate(cases):
-            got = list(loaded.execute(case_inputs))
-            verdict = compare(_np(got), _np(expected), tol)
-            checks.append({"case": idx, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats,
-                           "runtime_verified": _runtime_verify(buf, method, idx, rtol, atol)})
-    elif reference is not None:
-        verdict = compare(_np(outputs), _np(_reference_outputs(reference, inputs)), tol)
-        checks.append({"case": 0, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats})
-    if checks:
-        result["accuracy"] = {"rtol": rtol, "atol": atol, "cases": checks}
-        result["ok"] = all(c["ok"] and c.get("runtime_verified", True) for c in checks)
-    loaded = None  # the method is released first: the program must outlive it (EXECUTORCH-NOTES)
-    del program
-    return result
+    for sub, res in zip(subjects, results, strict=True):
+        crit, source = criteria(tol or {}, recipe, sub)  # each program by its own criteria (its own card)
+        checks = []
+        if sub.cases:
+            for idx, (case_inputs, expected) in enumerate(sub.cases):
+                got = list(sub.method.execute(case_inputs)) if in_process else (sub.outputs if idx == 0 else None)
+                if got is None:
+                    continue
+                verdict = compare(_np(got), _np(expected), crit)
+                entry: dict[str, Any] = {"case": idx, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats}
+                if in_process and ("atol" in crit or "rtol" in crit):  # the runtime's own check takes atol/rtol only
+                    entry["runtime_verified"] = _runtime_verify(sub.buf, method, idx, crit.get("rtol", 0.0), crit.get("atol", 0.0))
+                checks.append(entry)
+        elif reference is not None and sub is subjects[0]:
+            verdict = compare(_np(sub.outputs or []), _np(_reference_outputs(reference, inputs)), crit)
+            checks.append({"case": 0, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats})
+        if checks:
+            res["accuracy"] = {**crit, "criteria": crit, "from": source, "cases": checks}
+            res["ok"] = all(c["ok"] and c.get("runtime_verified", True) for c in checks)
+    if len(subjects) == 2:
+        a, b = subjects
+        # A vs B: by the criteria given, else B's (the candidate: an int8 B is held to its SQNR floor, not to
+        # the fp32 A's atol)
+        crit, _ = criteria(tol or {}, recipe, b)
+        agreement = compare(_np(b.outputs or []), _np(a.outputs or []), crit)
+        ratio, lo, hi = ratio_ci(a.samples or [], b.samples or [])
+        first["ab"] = {"b": results[1], "ratio_b_over_a": ratio, "ci95": [lo, hi],
+                       "agreement": {"ok": agreement.ok, "message": agreement.message, "criteria": crit,
+                                     "outputs": agreement.stats}}
+        first["ok_a"] = first["ok"]
+        first["ok"] = first["ok"] and results[1]["ok"]
+    for sub in subjects:
+        sub.method = None  # the method is released first: the program must outlive it (EXECUTORCH-NOTES)
+        sub.program = None
+    return first
+
+
+def _one(sub: Subject, method: str, warmup: int, inputs: list[Any]) -> dict[str, Any]:
+    import torch
+
+    mem = dict(sub.memory or {})
+    mem["peak_rss"] = mem.get("peak_rss") or round(peak_rss_mb(), 1)
+    if "rss_start" in mem:
+        mem["run_growth"] = round(rss_mb() - mem["rss_start"] - mem.get("load_growth", 0.0), 1)
+    return {"file": str(sub.path), "kind": sub.kind, "method": method, "bytes": len(sub.buf),
+            "program_bytes": len(sub.program_bytes), "load_ms": round(sub.load_ms, 3),
+            "latency_ms": _stats(sub.samples or [0.0], warmup), "memory_mb": mem,
+            "inputs": [list(t.shape) if isinstance(t, torch.Tensor) else t for t in inputs], "ok": True}
+
+
+def ratio_ci(a: list[float], b: list[float], seed: int = 0, resamples: int = 2000) -> tuple[float, float, float]:
+    """median(B) / median(A) and its 95 % bootstrap interval (numpy, seeded: the same samples give the same
+    interval)."""
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not len(xa) or not len(xb) or float(np.median(xa)) == 0.0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    ra = np.median(xa[rng.integers(0, len(xa), (resamples, len(xa)))], axis=1)
+    rb = np.median(xb[rng.integers(0, len(xb), (resamples, len(xb)))], axis=1)
+    ratios = rb / np.where(ra == 0, np.nan, ra)
+    lo, hi = np.nanpercentile(ratios, [2.5, 97.5])
+    return round(float(np.median(xb) / np.median(xa)), 4), round(float(lo), 4), round(float(hi), 4)
 
 
 def _runtime_verify(buf: bytes, method: str, idx: int, rtol: float, atol: float) -> bool:
     """The runtime's own bundled check (only reached once the bundle and its program have loaded)."""
     from executorch.extension.pybindings.portable_lib import _load_bundled_program_from_buffer
 
-    bundle = _load_bundled_program_from_buffer(buf)
     try:
-        bundle.verify_result_with_bundled_expected_output(method, idx, rtol, atol)
+        with _runtime_log([]):  # the runtime prints its own mismatch line; the verdict says it
+            bundle = _load_bundled_program_from_buffer(buf)
+            bundle.verify_result_with_bundled_expected_output(method, idx, rtol, atol)
     except RuntimeError:
         return False
     return True
@@ -245,23 +370,64 @@ def _g(value: Any, digits: int = 2) -> str:
     return "-" if value is None else f"{float(value):.{digits}g}"
 
 
-def render(result: dict[str, Any]) -> str:
+def _lines(result: dict[str, Any], label: str = "") -> list[str]:
     lat, mem = result["latency_ms"], result["memory_mb"]
     lines = [
-        f"{result['file']} ({result['kind']}, {result['bytes']:,} bytes), method {result['method']}",
+        f"{label}{result['file']} ({result['kind']}, {result['bytes']:,} bytes), method {result['method']}",
         f"  load      {result['load_ms']:.3f} ms",
-        f"  latency   median {lat['median']:.4f} ms  p90 {lat['p90']:.4f}  min {lat['min']:.4f}  "
-        f"({lat['repeats']} runs after {lat['warmup']} warm-up)",
-        f"  memory    RSS +{mem['load_growth']:.1f} MiB on load, +{mem['run_growth']:.1f} MiB running; peak {mem['peak_rss']:.0f} MiB",
+        f"  latency   median {lat['median']:.4f} ms  p90 {lat['p90']:.4f}  p99 {lat['p99']:.4f}  min {lat['min']:.4f}  "
+        f"std {lat['std']:.4f}  CV {lat['cv']:.1%}  ({lat['repeats']} runs after {lat['warmup']} warm-up)",
+        f"  memory    RSS +{mem.get('load_growth', 0.0):.1f} MiB on load, +{mem.get('run_growth', 0.0):.1f} MiB running; "
+        f"peak {mem.get('peak_rss', 0.0):.0f} MiB",
     ]
+    if lat["cv"] > 0.1:
+        lines.append(f"  note      CV {lat['cv']:.0%} > 10 %: noisy; pin the process (taskset), raise --warmup/--repeats")
     acc = result.get("accuracy")
     if acc:
+        crit = ", ".join(f"{k} {v:g}" for k, v in acc["criteria"].items())
+        lines.append(f"  criteria  {crit} (from {acc['from']})")
         for c in acc["cases"]:
             worst: dict[str, Any] = max(c["outputs"], key=lambda s: float(s.get("max_abs", 0) or 0), default={})
             verified = "" if "runtime_verified" not in c else f"; runtime check {'passed' if c['runtime_verified'] else 'FAILED'}"
             lines.append(f"  case {c['case']}    {'ok' if c['ok'] else 'MISMATCH'}: max_abs {_g(worst.get('max_abs'))}, "
                          f"sqnr {_g(worst.get('sqnr_db'), 4)} dB, cosine {_g(worst.get('cosine'), 6)}{verified}"
                          + ("" if c["ok"] else f" ({c['message'][:200]})"))
-    else:
+    elif not label or label.startswith("A"):
         lines.append("  accuracy  not checked (give --reference, or bench a .bpte)")
+    return lines
+
+
+def render(result: dict[str, Any]) -> str:
+    ab = result.get("ab")
+    lines = _lines(result, "A: " if ab else "")
+    if ab:
+        lines += _lines(ab["b"], "B: ")
+        agree = ab["agreement"]
+        worst: dict[str, Any] = min(agree["outputs"], key=lambda s: float(s.get("sqnr_db", 0) or 0), default={})
+        lines += [f"B/A       latency ratio {ab['ratio_b_over_a']:.3f} (95% CI {ab['ci95'][0]:.3f}–{ab['ci95'][1]:.3f}, "
+                  f"bootstrap of medians, runs interleaved)",
+                  f"A vs B    outputs {'agree' if agree['ok'] else 'DIFFER'}: max_abs {_g(worst.get('max_abs'))}, "
+                  f"sqnr {_g(worst.get('sqnr_db'), 4)} dB, cosine {_g(worst.get('cosine'), 6)}"
+                  + ("" if agree["ok"] else f" ({agree['message'][:200]})")]
     return "\n".join(lines)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The bench as a Markdown table (drops into a job summary or a PR comment)."""
+    from harness.report.safe import code
+
+    rows = [result] + ([result["ab"]["b"]] if result.get("ab") else [])
+    out = ["| program | kind | load ms | median ms | p90 | p99 | min | CV | accuracy |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lat = r["latency_ms"]
+        acc = r.get("accuracy")
+        ok = r.get("ok_a", r["ok"])
+        verdict = "not checked" if not acc else ("ok" if ok else "MISMATCH")
+        out.append(f"| {code(Path(r['file']).name)} | {r['kind']} | {r['load_ms']:.3f} | {lat['median']:.4f} | "
+                   f"{lat['p90']:.4f} | {lat['p99']:.4f} | {lat['min']:.4f} | {lat['cv']:.1%} | {verdict} |")
+    ab = result.get("ab")
+    if ab:
+        out.append("")
+        out.append(f"B/A latency ratio **{ab['ratio_b_over_a']:.3f}** (95% CI {ab['ci95'][0]:.3f}–{ab['ci95'][1]:.3f}); "
+                   f"outputs {'agree' if ab['agreement']['ok'] else 'differ'}.")
+    return "\n".join(out) + "\n"

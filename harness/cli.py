@@ -76,6 +76,15 @@ def cli() -> None:
               help="Re-run each failing item up to N times in a fresh worker; items whose attempts disagree are FLAKY.")
 @click.option("--baseline", help="A recipe whose outputs are the reference instead of eager CPU (added to the run); items "
               "whose baseline failed are BLOCKED. Turns result reuse off.")
+@click.option("--runtime", "runtime_spec", metavar="SPEC",
+              help="Where ExecuTorch programs run: pybind (in the worker; default), runner[:PATH] (an executor_runner-style "
+              "binary; `bti runner build`), or command:TEMPLATE (reaches a device, e.g. command:'adb -s {serial} shell "
+              "/data/local/tmp/bti_runner {args}'). See harness/providers.py.")
+@click.option("--runtime-push", metavar="TEMPLATE", help="command provider: copy a file to the device ({local} {remote}).")
+@click.option("--runtime-pull", metavar="TEMPLATE", help="command provider: copy an output back ({remote} {local}).")
+@click.option("--runtime-remote-dir", metavar="DIR", help="command provider: the device directory files are pushed to.")
+@click.option("--runtime-var", "runtime_vars", multiple=True, metavar="NAME=VALUE", help="A {NAME} for the templates (e.g. serial=…).")
+@click.option("--runtime-threads", type=click.IntRange(1), help="The ExecuTorch runtime's thread pool size.")
 @click.option("--control", default="portable", show_default=True,
               help="Triage: a failure this recipe (when in the run) shares on the same case is marked upstream.")
 @click.option("--upstream-repo", help="Upstream owner/name being tested (recorded in the header).")
@@ -105,6 +114,7 @@ def run(**kw: Any) -> None:
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
         bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
         control=kw["control"] or None, rerun_failures=kw["rerun_failures"], baseline=kw["baseline"],
+        runtime=_runtime_option(kw), runtime_threads=kw["runtime_threads"],
     )
     bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
     try:
@@ -124,6 +134,33 @@ def run(**kw: Any) -> None:
             raise exc from None
     code = _verdict(jsonl, result.executed, result.reused)
     raise SystemExit(code)
+
+
+def _runtime_option(kw: dict[str, Any]) -> tuple[str, Any] | None:
+    """``--runtime`` and its companions, checked (bad ones: one line, exit 2)."""
+    from harness.providers import parse_spec
+
+    spec = kw.get("runtime_spec")
+    extras = [k for k in ("runtime_push", "runtime_pull", "runtime_remote_dir") if kw.get(k)] + (["runtime_var"] if kw.get("runtime_vars") else [])
+    if spec is None:
+        if extras:
+            raise UserError(f"--{extras[0].replace('_', '-')} needs --runtime command:TEMPLATE")
+        return None
+    variables = {}
+    for v in kw.get("runtime_vars") or ():
+        name, eq, value = v.partition("=")
+        if not eq or not name.isidentifier():
+            raise UserError(f"--runtime-var takes NAME=VALUE, not {v!r}")
+        variables[name] = value
+    try:
+        parsed = parse_spec(spec, kw.get("runtime_push"), kw.get("runtime_pull"), kw.get("runtime_remote_dir"), variables)
+        if parsed.kind == "runner":
+            from harness.providers import runner_command
+
+            runner_command(parsed.target)  # no runner binary: say so before any work
+    except ValueError as exc:
+        raise UserError(f"--runtime: {exc}") from None
+    return spec, parsed
 
 
 class _Bar:
@@ -266,37 +303,136 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
         raise failed
 
 
+def _runtime_options(f: Any) -> Any:
+    for opt in reversed([
+        click.option("--runtime", "runtime_spec", metavar="SPEC", help="pybind (default), runner[:PATH] or command:TEMPLATE "
+                     "(see `bti run --runtime`)."),
+        click.option("--runtime-push", metavar="TEMPLATE", help="command provider: copy a file to the device ({local} {remote})."),
+        click.option("--runtime-pull", metavar="TEMPLATE", help="command provider: copy an output back ({remote} {local})."),
+        click.option("--runtime-remote-dir", metavar="DIR", help="command provider: the device directory files go to."),
+        click.option("--runtime-var", "runtime_vars", multiple=True, metavar="NAME=VALUE", help="A {NAME} for the templates."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _tolerance_options(f: Any) -> Any:
+    for opt in reversed([
+        click.option("--atol", type=click.FloatRange(0), help="Absolute tolerance."),
+        click.option("--rtol", type=click.FloatRange(0), help="Relative tolerance."),
+        click.option("--sqnr-db", type=float, help="SQNR floor in dB (quantized programs)."),
+        click.option("--cosine", type=click.FloatRange(-1, 1), help="Cosine-similarity floor."),
+    ]):
+        f = opt(f)
+    return f
+
+
 @cli.command()
 @click.argument("program", type=click.Path(path_type=Path))
+@click.argument("other", required=False, type=click.Path(path_type=Path))
 @click.option("--method", default="forward", show_default=True)
 @click.option("--warmup", type=click.IntRange(0), default=3, show_default=True, help="Untimed runs first.")
 @click.option("--repeats", type=click.IntRange(1), default=20, show_default=True, help="Timed runs.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs generated for a .pte.")
 @click.option("--reference", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="For a .pte: an exported program (torch.export.save) to compare outputs against.")
-@click.option("--rtol", type=float, default=1e-3, show_default=True)
-@click.option("--atol", type=float, default=1e-3, show_default=True)
+@_tolerance_options
+@click.option("--recipe", help="Take the accuracy criteria from this recipe's tolerances (quantized: its SQNR floor).")
+@click.option("--threads", type=click.IntRange(1), help="The ExecuTorch runtime's thread pool size.")
+@_runtime_options
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Also write the measurements here as JSON.")
-def bench(program: Path, method: str, warmup: int, repeats: int, seed: int, reference: Path | None, rtol: float,
-          atol: float, json_out: Path | None) -> None:
-    """Load time, latency, memory and accuracy of a .pte or a bundled .bpte on this machine's ExecuTorch runtime.
+@click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Also write a Markdown table here (for a job summary).")
+def bench(program: Path, other: Path | None, method: str, warmup: int, repeats: int, seed: int, reference: Path | None,
+          json_out: Path | None, md_out: Path | None, recipe: str | None, threads: int | None, **kw: Any) -> None:
+    """Load time, latency, memory and accuracy of a .pte or a bundled .bpte on an ExecuTorch runtime; with two
+    programs (A B), both run interleaved on the same inputs and bti prints the latency ratio with its 95 %
+    interval and how far their outputs agree.
 
-    A .bpte (from `bti run --bundle`) brings its inputs and expected outputs and is also checked by the
-    runtime's own bundled-program verification. Exit 1 when an accuracy check fails.
+    Accuracy criteria: --atol/--rtol/--sqnr-db/--cosine, else --recipe's tolerances, else the tolerance the
+    item was judged by (the card `bti run --bundle` writes beside the .bpte), else atol = rtol = 1e-3. A .bpte
+    brings its inputs and expected outputs and (with atol/rtol, in process) is also checked by the runtime's
+    own bundled-program verification. Exit 1 when an accuracy check fails.
     """
     from harness.bench import bench as do_bench
-    from harness.bench import render
+    from harness.bench import markdown, render
     from harness.quiet import quiet
     from harness.results import atomic_write_text, dumps
 
     quiet()
-    result = do_bench(program, method=method, warmup=warmup, repeats=repeats, seed=seed, reference=reference,
-                      rtol=rtol, atol=atol)
+    runtime = _runtime_option(kw)
+    tol = {k: kw[k] for k in ("atol", "rtol", "sqnr_db", "cosine")}
+    total = (warmup + repeats)
+    bar = click.progressbar(length=total, label="bench", file=sys.stderr) if sys.stderr.isatty() and total >= 200 else None
+    try:
+        result = do_bench(program, method=method, warmup=warmup, repeats=repeats, seed=seed, reference=reference, tol=tol,
+                          recipe=recipe, runtime=runtime[1] if runtime else None, threads=threads, other=other,
+                          progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.render_finish()
     click.echo(render(result))
     if json_out:
         atomic_write_text(json_out, dumps(result) + "\n")
+    if md_out:
+        atomic_write_text(md_out, markdown(result))
     if not result["ok"]:
         raise SystemExit(1)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_runtime_options
+@click.option("--threads", type=click.IntRange(1), help="The ExecuTorch runtime's thread pool size.")
+@_tolerance_options
+@click.option("--results", type=click.Path(path_type=Path), help="The results.jsonl the bundles came from (tolerances, "
+              "ids). Default: the one beside their programs/ directory, if any.")
+@click.option("--warmup", type=click.IntRange(0), default=1, show_default=True)
+@click.option("--repeats", type=click.IntRange(1), default=3, show_default=True)
+@click.option("--timeout", type=click.FloatRange(0.1), default=600.0, show_default=True, help="Seconds per bundle (runner, command).")
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out-verify"), show_default=True)
+@click.option("--no-report", is_flag=True, help="Only write the JSONL.")
+def verify(paths: tuple[Path, ...], threads: int | None, results: Path | None, warmup: int, repeats: int, timeout: float,
+           out_dir: Path, no_report: bool, **kw: Any) -> None:
+    """Run bundled programs (.bpte files, or directories of them) through a runtime provider and check each
+    against the outputs it carries, with the tolerance its item was judged by. Writes OUT_DIR/results.jsonl
+    (the normal results format: every report and publisher works on it) and the reports. Exit 1 on any failure."""
+    from harness.providers import ProviderSpec, RunOptions
+    from harness.quiet import quiet
+    from harness.verify import verify as do_verify
+
+    quiet()
+    runtime = _runtime_option(kw)
+    spec = runtime[1] if runtime else ProviderSpec()
+    override = {k: float(kw[k]) for k in ("atol", "rtol", "sqnr_db", "cosine") if kw[k] is not None}
+    jsonl = out_dir / "results.jsonl"
+    records = do_verify(list(paths), spec, jsonl, RunOptions(warmup, repeats, threads, timeout), results, override,
+                        sys.argv[1:])
+    if not no_report:
+        report.main([str(jsonl), "--out-dir", str(out_dir), "--step-summary", os.devnull, "--quiet"], standalone_mode=False)
+    from harness.status import Status
+
+    failed = [r for r in records if Status(r["status"]).is_failure]
+    click.echo(f"bti verify: {len(records)} bundle(s) through {spec.kind}: {len(records) - len(failed)} passed, "
+               f"{len(failed)} failed -> {jsonl}")
+    for r in failed[:20]:
+        click.echo(f"  {r['status']} {r['id']}: {r.get('detail', '')[:160]}")
+    raise SystemExit(1 if failed else 0)
+
+
+@cli.group()
+def runner() -> None:
+    """The C++ runner (`bti_runner`) the runner and command providers start."""
+
+
+@runner.command("build")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Where the binary goes (default: $BTI_CACHE_DIR/runner/bti_runner).")
+def runner_build(output: Path | None) -> None:
+    """Build bti_runner from the headers and libraries the installed executorch wheel ships (needs a C++ compiler
+    and CMake)."""
+    from harness.runner_build import build
+
+    path = build(output)
+    click.echo(str(path))
 
 
 @cli.command()

@@ -70,7 +70,7 @@ def _f(x: Any) -> float:
 
 
 def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, float], dtypes: list[tuple[str, str]] | None = None) -> Verdict:
-    """Compare each output against its reference under ``tol`` (atol, rtol, sqnr_db; each optional;
+    """Compare each output against its reference under ``tol`` (atol, rtol, sqnr_db, cosine floor; each optional;
     ``shape_only`` checks shapes and dtypes alone, for random or uninitialized outputs).
 
     ``dtypes`` optionally gives (output dtype, reference dtype) names per output, checked for equality.
@@ -120,6 +120,9 @@ def _check(path: str, out: np.ndarray, ref: np.ndarray, s: dict[str, Any], tol: 
     floor = tol.get("sqnr_db")
     if floor is not None and s["sqnr_db"] < float(floor):
         return f"{path}: SQNR {s['sqnr_db']:.2f} dB < floor {float(floor):g} dB (max_abs {s['max_abs']:.4g})"
+    cos = tol.get("cosine")
+    if cos is not None and s["cosine"] < float(cos):
+        return f"{path}: cosine {s['cosine']:.6f} < floor {float(cos):g} (max_abs {s['max_abs']:.4g})"
     return None
 
 

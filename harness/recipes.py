@@ -10,7 +10,8 @@ dtypes: [float32]                   # optional: other dtypes are SKIP for this r
 shapes: [static, dynamic]           # optional
 capabilities: {ranks: [1, 4], dynamic: true, quantization: [int8]}  # optional: items outside are SKIP, naming
                                     # it; a recipe quantizing outside its own `quantization` is refused at load
-runtime: {warmup: 1, repeats: 5}
+runtime: {warmup: 1, repeats: 5}      # optional: provider (pybind | runner[:PATH] | command:TEMPLATE, with
+                                    # push, pull, remote_dir, vars), threads (see harness/providers.py)
 requires:                           # all must hold, else UNAVAILABLE with the reason
   modules: [openvino]               #   importable python modules
   runtime_backends: [OpenvinoBackend]  # registered in the executorch runtime
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import RecipeError
+from harness.providers import ProviderSpec, parse_spec
 from harness.spec.case import ALL_DTYPES, SHAPES, stable_hash
 from harness.status import Status
 
@@ -67,7 +69,7 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "quantized": {"sqnr_db": 10.0},
     "int": {"atol": 0.0, "rtol": 0.0},
 }
-TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db")
+TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db", "cosine")
 XFAIL_STATUSES = frozenset(s for s in Status if s.is_failure and s not in (Status.XPASS, Status.ERROR, Status.FLAKY))
 
 
@@ -123,6 +125,8 @@ class Capabilities:
 class Runtime:
     warmup: int = 1
     repeats: int = 3
+    provider: ProviderSpec | None = None  # where an ExecuTorch program runs (None: pybind, in the worker)
+    threads: int | None = None  # the runtime's thread pool
 
 
 @dataclass(frozen=True)
@@ -286,6 +290,19 @@ def parse_recipe(path: Path) -> Recipe:
     )
 
 
+def with_provider(recipe: Recipe, text: str, spec: ProviderSpec, threads: int | None = None) -> Recipe:
+    """The recipe run through another runtime provider (``bti run --runtime``); its hash, and so the
+    cache key, names the provider."""
+    from dataclasses import replace
+
+    raw = dict(recipe.raw)
+    raw["runtime"] = {**(raw.get("runtime") or {}), "provider": text, **({"threads": threads} if threads else {})}
+    if spec.push:
+        raw["runtime"].update(push=spec.push, pull=spec.pull, remote_dir=spec.remote_dir, vars=dict(spec.vars))
+    runtime = replace(recipe.runtime, provider=spec, threads=threads or recipe.runtime.threads)
+    return replace(recipe, raw=raw, runtime=runtime)
+
+
 def _backend_options(backend: str, rest: dict[str, Any], raw: Any, path: Path) -> tuple[Any, str | None]:
     """The backend parses its own keys (unknown ones are its error, with file:line). A backend
     that cannot be loaded here leaves the options unparsed: its items are UNAVAILABLE with why."""
@@ -323,7 +340,7 @@ def _tolerances(raw: Any, loc: str) -> dict[str, dict[str, float]]:
         if dtype not in (*ALL_DTYPES, "quantized", "int"):
             raise RecipeError(f"{loc}: unknown dtype {dtype!r} in `tolerances`")
         if not isinstance(tol, dict) or set(tol) - set(TOLERANCE_KEYS) - {"shape_only"}:
-            raise RecipeError(f"{loc}: tolerances.{dtype} takes atol, rtol, sqnr_db")
+            raise RecipeError(f"{loc}: tolerances.{dtype} takes atol, rtol, sqnr_db, cosine")
         vals = {k: _number(v, loc, f"tolerances.{dtype}.{k}") for k, v in tol.items() if k in TOLERANCE_KEYS}
         if any(v < 0 for k, v in vals.items() if k != "sqnr_db"):
             raise RecipeError(f"{loc}: tolerances.{dtype}: atol and rtol cannot be negative")
@@ -331,15 +348,32 @@ def _tolerances(raw: Any, loc: str) -> dict[str, dict[str, float]]:
     return out
 
 
+RUNTIME_KEYS = ("warmup", "repeats", "threads", "provider", "push", "pull", "remote_dir", "vars")
+
+
 def _runtime(raw: Any, loc: str) -> Runtime:
     if raw is None:
         return Runtime()
-    if not isinstance(raw, dict) or set(raw) - {"warmup", "repeats"}:
-        raise RecipeError(f"{loc}: `runtime` takes warmup, repeats")
-    vals = {k: _number(v, loc, f"runtime.{k}") for k, v in raw.items()}
-    if any(v < 0 or v != int(v) for v in vals.values()) or vals.get("repeats", 1) < 1:
-        raise RecipeError(f"{loc}: runtime.warmup and runtime.repeats are whole numbers (repeats at least 1)")
-    return Runtime(**{k: int(v) for k, v in vals.items()})
+    if not isinstance(raw, dict) or set(raw) - set(RUNTIME_KEYS):
+        raise RecipeError(f"{loc}: `runtime` takes {', '.join(RUNTIME_KEYS)}")
+    counts = {k: _number(v, loc, f"runtime.{k}") for k, v in raw.items() if k in ("warmup", "repeats", "threads")}
+    if any(v < 0 or v != int(v) for v in counts.values()) or counts.get("repeats", 1) < 1 or counts.get("threads", 1) < 1:
+        raise RecipeError(f"{loc}: runtime.warmup, repeats and threads are whole numbers (repeats at least 1, threads at least 1)")
+    spec = None
+    if raw.get("provider") is not None or any(raw.get(k) is not None for k in ("push", "pull", "remote_dir", "vars")):
+        texts = {k: raw.get(k) for k in ("provider", "push", "pull", "remote_dir")}
+        if any(v is not None and not isinstance(v, str) for v in texts.values()):
+            raise RecipeError(f"{loc}: runtime.provider, push, pull and remote_dir are strings")
+        variables = raw.get("vars") or {}
+        if not isinstance(variables, dict) or not all(isinstance(v, (str, int)) for v in variables.values()):
+            raise RecipeError(f"{loc}: runtime.vars maps names to strings")
+        try:
+            spec = parse_spec(texts["provider"] or "pybind", texts["push"], texts["pull"], texts["remote_dir"],
+                              {str(k): str(v) for k, v in variables.items()})
+        except ValueError as exc:
+            raise RecipeError(f"{loc}: runtime.provider: {exc}") from None
+    threads = int(counts.pop("threads")) if "threads" in counts else None
+    return Runtime(**{k: int(v) for k, v in counts.items()}, provider=spec, threads=threads)
 
 
 def _requires(raw: Any, loc: str) -> Requires:

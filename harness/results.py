@@ -86,6 +86,7 @@ class Record(TypedDict, total=False):
     accuracy: dict[str, Any]  # model-level metrics (top-1 agreement ...)
     latency_ms: dict[str, float]  # median, p90, min, repeats
     load_ms: float
+    runtime: str  # the runtime provider that ran an ExecuTorch program: pybind, runner, command
     peak_rss_mb: float  # the worker's high-water mark so far
     memory_mb: dict[str, float]  # this item's own peak RSS: aot (quantize → serialize) and run (load → run), and
                                  # aot_growth / run_growth: that peak above the RSS when the span began

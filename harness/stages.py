@@ -33,10 +33,10 @@ from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.metrics import compare, latency_stats, timed_calls
 from harness.recipes import Recipe
-from harness.results import Record
+from harness.results import Record, atomic_write_text, dumps
 from harness.spec.case import Item
 from harness.status import Stage, Status
-from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, decide
+from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
 
 T = TypeVar("T")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -351,13 +351,22 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         memory["aot"] = meter.peak()
         memory["aot_growth"] = round(memory["aot"] - start, 1)
         start = meter.start()
+        if getattr(backend, "runs_programs", False):  # the record names where the program ran
+            facts["runtime"] = recipe.runtime.provider.label if recipe.runtime.provider is not None else "pybind"
         handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
         facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
         inputs = clone_inputs(group.built.run)
         checks_inputs = not group.ref_mutates and not (stats or {}).get("input_mutations")
 
+        provider_facts: dict[str, Any] = {}
+
         def run() -> tuple[Any, list[float]]:
-            return timed_calls(lambda: backend.run(handle, inputs), recipe.runtime.warmup, recipe.runtime.repeats)
+            execute = getattr(backend, "execute", None)
+            if execute is None:
+                return timed_calls(lambda: backend.run(handle, inputs), recipe.runtime.warmup, recipe.runtime.repeats)
+            outs, samples, more = execute(handle, inputs, recipe.runtime.warmup, recipe.runtime.repeats)
+            provider_facts.update(more)
+            return outs, samples
 
         def run_fault(result: tuple[Any, list[float]]) -> str | None:
             why = output_fault(result[0])
@@ -370,6 +379,10 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
             return why
 
         outs, samples = stage(Stage.RUN, run, run_fault)
+        if "load_ms" in provider_facts:  # loaded where the provider runs: its own load time
+            facts["load_ms"] = provider_facts["load_ms"]
+        for k, v in (provider_facts.get("memory_mb") or {}).items():
+            memory[f"runtime_{k}"] = v
     finally:  # an item that failed midway still has its own memory figures
         key = "run" if "aot" in memory else "aot"
         memory[key] = meter.peak()
@@ -384,6 +397,11 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     if bundle_dir:
         name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
+        if "bpte" in facts["artifacts"]:  # what `bti verify` needs to judge the bundle where it runs
+            card = {**base_record(item, recipe, ""), "tolerance": dict(facts["comparison"].tolerance),
+                    "recipe_hash": recipe.hash}
+            atomic_write_text(Path(bundle_dir) / f"{name}.bpte.json", dumps({k: v for k, v in card.items()
+                                                                               if k not in ("kind", "run_id", "attempt")}))
 
 
 def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None) -> Comparison:

@@ -94,6 +94,7 @@ class Outcome:
     partition: Mapping[str, Any] | None = None
     program: Program | None = None
     load_ms: float | None = None
+    runtime: str | None = None  # the runtime provider that ran the program (harness.providers)
     latency_ms: Mapping[str, float] | None = None
     comparison: Comparison | None = None
     artifacts: Mapping[str, str] | None = None
@@ -165,6 +166,8 @@ def _fill(rec: Record, o: Outcome) -> None:
         rec["delegate_blobs"] = [dict(b) for b in o.program.blobs]
     if o.load_ms is not None:
         rec["load_ms"] = o.load_ms
+    if o.runtime is not None:
+        rec["runtime"] = o.runtime
     if o.latency_ms is not None:
         rec["latency_ms"] = dict(o.latency_ms)
     if o.comparison is not None:
@@ -186,7 +189,23 @@ def _fill(rec: Record, o: Outcome) -> None:
         rec["baseline"] = dict(o.baseline)
 
 
-def _status(recipe: Recipe, item: Item, o: Outcome) -> tuple[Status, str, ErrorInfo | None]:
+def decide_bundle(base: Mapping[str, Any], outcome: Outcome) -> Record:
+    """A bundled program re-run where it runs (``bti verify``): its stages and its comparison decide. The
+    recipe's xfail and expect rules judged the item when the bundle was made; they are not re-applied."""
+    rec: Record = {**base, "kind": "result", "schema": SCHEMA}  # type: ignore[typeddict-item]
+    _fill(rec, outcome)
+    status, detail, error = _status(None, None, outcome)
+    if error is not None:
+        rec["error"] = error.as_dict()
+    rec["status"] = status.value
+    rec["detail"] = detail
+    hint = triage(status, None, False)
+    if hint:
+        rec["triage"] = hint
+    return rec
+
+
+def _status(recipe: Recipe | None, item: Item | None, o: Outcome) -> tuple[Status, str, ErrorInfo | None]:
     if o.fixed is not None:
         error = ErrorInfo(o.fixed.value, o.fixed_detail) if o.fixed.is_failure else None
         return o.fixed, o.fixed_detail, error
@@ -194,20 +213,26 @@ def _status(recipe: Recipe, item: Item, o: Outcome) -> tuple[Status, str, ErrorI
         return Status.ERROR, f"harness error: {first_line(o.harness_error.message)}", o.harness_error
     for s in o.stages:
         if s.error is not None:
-            return s.stage.failure, f"{s.stage.value}: {first_line(s.error.message)}", s.error
+            # a runtime provider's runner process died or hung: that item alone is CRASH / TIMEOUT, and a
+            # case it cannot take (a non-tensor input) is SKIP (harness.providers)
+            status = _PROVIDER_STATUS.get(s.error.type, s.stage.failure)
+            return status, f"{s.stage.value}: {first_line(s.error.message)}", (None if status is Status.SKIP else s.error)
         if s.fault is not None:
             msg = f"the backend's fault: {s.fault}"
             return s.stage.failure, f"{s.stage.value}: {msg}", ErrorInfo("BackendContract", msg)
     if o.comparison is not None and not o.comparison.ok:
         return Status.FAIL_MISMATCH, o.comparison.message[:1000], None
     part = o.partition or {}
-    missing = _missing_delegation(recipe, item, part)
+    missing = _missing_delegation(recipe, item, part) if recipe is not None and item is not None else ""
     if missing:
         return Status.FAIL_DELEGATION, missing, ErrorInfo("Delegation", missing)
     if part.get("partitioned") and part.get("delegated_nodes", 0) == 0:
         return (Status.PASS_UNDELEGATED,
                 "correct, but nothing was delegated: " + ", ".join(sorted(part.get("undelegated_ops", {})))[:300], None)
     return Status.PASS, "", None
+
+
+_PROVIDER_STATUS = {"ProviderCrash": Status.CRASH, "ProviderTimeout": Status.TIMEOUT, "ProviderUnsupported": Status.SKIP}
 
 
 def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> str:

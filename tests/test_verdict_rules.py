@@ -89,6 +89,11 @@ def test_xfail_status_list_and_suite_scope(tmp_path: Path) -> None:
     ("partitionrs: [xnnpack]", "unknown recipe key(s) for backend executorch: partitionrs"),
     ("quantize: {quantizer: xnnpack, per_chanel: true}", "per_chanel"),
     ("runtime: {repeats: 0}", "repeats at least 1"),
+    ("runtime: {provider: adb}", "unknown runtime provider 'adb'"),
+    ("runtime: {provider: 5}", "runtime.provider, push, pull and remote_dir are strings"),
+    ('runtime: {provider: "command:ssh b /r {args}", push: "scp {local} b:{remote}"}', "push and pull templates go together"),
+    ("runtime: {threads: 0}", "threads at least 1"),
+    ("tolerances: {quantized: {cosine: high}}", "tolerances.quantized.cosine"),
     ('expect: [{match: "op.*"}]', "names delegated_ops, min_delegated_pct or both"),
     ("capabilities: {ranks: [four]}", "capabilities.ranks takes whole numbers"),
 ])

@@ -29,6 +29,11 @@ composes them and never asks which backend it is:
 * ``bundle(recipe, directory, name, lowered, blob, inputs, refs, outs)`` → files written for a device
   (``{"pte": path, "bpte": path}``, or ``{"bundle_skipped": why}``).
 
+A backend whose programs can run elsewhere (ExecuTorch: ``runs_programs = True``) also has
+``execute(handle, inputs, warmup, repeats) -> (outputs, latencies in ms, facts)``: the load and run
+through the recipe's runtime provider (``harness.providers``), which times its own runs; ``facts``
+carries what the provider measured (``load_ms``, ``runtime``, ``memory_mb``).
+
 ``BaseBackend`` gives the optional parts defaults. Third-party backends register with an entry point
 in the ``bti.backends`` group, pointing at a class with that interface, or a recipe names
 ``backend: package.module:Class`` directly.
@@ -73,6 +78,7 @@ class BaseBackend:
 
     name = "base"
     stages: frozenset[Stage] = frozenset()
+    runs_programs = False  # True: its programs run through runtime providers (``bti run --runtime``)
     needs_export = True  # False: lower() works from ``built.module`` and never reads ``ep`` (no torch.export)
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> Any:

@@ -10,6 +10,7 @@ load, run.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness.backends import BaseBackend, Where, check_keys
 from harness.errors import RecipeError
+from harness.metrics import timed_calls
+from harness.providers import Loaded, PybindProvider, RunOptions
 from harness.status import Stage
 
 if TYPE_CHECKING:
@@ -116,20 +119,19 @@ def _quantizer(cfg: Quantize) -> Any:
 
 
 @dataclass
-class Loaded:
-    """Keeps the Program (and its bytes) alive while the Method runs: executorch.runtime's
-    ``load_program(buf).load_method(...)`` chain frees the Program under the Method.
-    ``mutations``: how many leading outputs are inputs written in place (dropped from the outputs)."""
+class Deferred:
+    """A program for an out-of-process provider: loaded and run where the provider runs it."""
 
     blob: bytes
-    program: Any
-    method: Any
+    provider: Any
     mutations: int = 0
+    threads: int | None = None
 
 
 class ExecuTorchBackend(BaseBackend):
     name = "executorch"
     stages = frozenset({Stage.QUANTIZE, Stage.SERIALIZE})
+    runs_programs = True
     extra_keys: frozenset[str] = frozenset()  # recipe keys a subclass (a vendor's variant) adds
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> ExecuTorchOptions:
@@ -224,17 +226,31 @@ class ExecuTorchBackend(BaseBackend):
         buf = bytes(lowered.to_executorch().buffer)
         return buf, delegate_blobs(buf)
 
-    def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Loaded:
-        from executorch.runtime import Runtime
-
+    def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Loaded | Deferred:
+        """In this process (pybind) the program loads here, timed as the load stage; another provider
+        loads it where it runs, and reports its own load time."""
         assert blob is not None
-        program = Runtime.get().load_program(blob)
         mutations = _input_mutation_outputs(lowered.exported_program()) if lowered is not None else 0
-        return Loaded(blob, program, program.load_method("forward"), mutations)
+        spec = recipe.runtime.provider
+        if spec is not None and spec.kind != "pybind":
+            return Deferred(blob, spec.build(), mutations, recipe.runtime.threads)
+        PybindProvider.set_threads(recipe.runtime.threads)
+        return PybindProvider.load(blob, "forward", mutations)
 
-    def run(self, handle: Loaded, inputs: tuple[Any, ...]) -> list[Any]:
-        outs = handle.method.execute(list(inputs))
-        return list(outs)[handle.mutations:]  # the runtime returns mutated inputs first; eager does not
+    def run(self, handle: Loaded | Deferred, inputs: tuple[Any, ...]) -> list[Any]:
+        if isinstance(handle, Deferred):
+            return self.execute(handle, inputs, 0, 1)[0]
+        return PybindProvider.run(handle, inputs)
+
+    def execute(self, handle: Loaded | Deferred, inputs: tuple[Any, ...], warmup: int,
+                repeats: int) -> tuple[list[Any], list[float], dict[str, Any]]:
+        if isinstance(handle, Loaded):
+            outs, samples = timed_calls(lambda: PybindProvider.run(handle, inputs), warmup, repeats)
+            return outs, samples, {}
+        opts = RunOptions(warmup, repeats, handle.threads, float(os.environ.get("BTI_ITEM_TIMEOUT") or 600.0))
+        ex = handle.provider.execute(handle.blob, "pte", inputs, opts)
+        outs = list(ex.outputs)[handle.mutations:]
+        return outs, ex.latencies_ms, {"load_ms": round(ex.load_ms, 3), "memory_mb": ex.memory_mb}
 
     def bundle(self, recipe: Recipe, directory: Path, name: str, lowered: Any, blob: bytes | None,
                inputs: tuple[Any, ...], refs: list[Any], outs: list[Any]) -> dict[str, str]:

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from harness.backends import unavailable_reason
 from harness.errors import UserError
-from harness.recipes import Recipe, load_recipe
+from harness.providers import ProviderSpec
+from harness.recipes import Recipe, load_recipe, with_provider
 from harness.results import SCHEMA, Header, Record, ResultsWriter, latest_by_id, read_results, repair_tail
 from harness.runner.cache import ResultCache
 from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
@@ -50,6 +51,8 @@ class RunOptions:
     control: str | None = "portable"  # triage: a failure this recipe shares is "upstream" (used when in the run)
     baseline: str | None = None  # this recipe's outputs are the reference (added to the run; no cache reuse)
     rerun_failures: int = 0  # re-run each failing item up to N times, each in a fresh worker
+    runtime: tuple[str, ProviderSpec] | None = None  # --runtime: where the ExecuTorch recipes' programs run
+    runtime_threads: int | None = None
 
 
 @dataclass
@@ -93,6 +96,8 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
         names.insert(0, opts.baseline)
     recipes, items = plan(opts.suites, names, opts.filters, check=False)  # ops checked below, if run
+    if opts.runtime is not None or opts.runtime_threads:
+        recipes = [_with_runtime(r, opts) for r in recipes]
     if not items:
         raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
     by_name = {r.name: r for r in recipes}
@@ -231,6 +236,17 @@ def _durations(path: Path | None) -> dict[str, float]:
         return {}
     _, recs = read_results(path)
     return {r["id"]: float(r.get("duration_s") or 0.0) for r in recs}
+
+
+def _with_runtime(recipe: Recipe, opts: RunOptions) -> Recipe:
+    """``--runtime``/``--runtime-threads`` apply to the recipes whose programs run on a runtime (ExecuTorch)."""
+    from harness.backends import get_backend
+
+    if recipe.options_error is not None or not getattr(get_backend(recipe.backend), "runs_programs", False):
+        return recipe
+    own = str((recipe.raw.get("runtime") or {}).get("provider") or "pybind")
+    text, spec = opts.runtime if opts.runtime is not None else (own, recipe.runtime.provider or ProviderSpec())
+    return with_provider(recipe, text, spec, opts.runtime_threads)
 
 
 def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
