@@ -4,6 +4,8 @@ warm cache on the starter op suite, the floor, harness overhead and peak RSS. On
     .venv/bin/python benchmarks/throughput.py            # everything (about 11 minutes on 2 cores)
     .venv/bin/python benchmarks/throughput.py --upstream-files abs,add,conv2d   # a subset of the upstream files
     .venv/bin/python benchmarks/throughput.py --skip-upstream
+    .venv/bin/python benchmarks/throughput.py --flows int8 --upstream-files add,mul,conv2d,linear,relu,sigmoid,cat,permute \
+        --skip-ops    # the int8 flows (static per-channel, per-tensor, dynamic) side by side, one table
 
 The upstream comparison runs the whole operator suite of the executorch wheel
 (``executorch/backends/test/suite/operators``, every ``test_*.py``) with ``pytest -n 2 -m flow_xnnpack``,
@@ -70,7 +72,17 @@ def warm_up_seconds(recipe: str) -> float:
     return float(res.stdout.strip().splitlines()[-1])
 
 
-def upstream(files: list[str] | None, jobs: int) -> tuple[int, float]:
+# upstream flow (its pytest marker is flow_<name>) -> the bti recipe of the same flow
+FLOWS = {
+    "xnnpack": "xnnpack",
+    "xnnpack_static_int8_per_channel": "xnnpack-int8-static-per-channel",
+    "xnnpack_static_int8_per_tensor": "xnnpack-int8-static-per-tensor",
+    "xnnpack_dynamic_int8_per_channel": "xnnpack-int8-dynamic-per-channel",
+}
+INT8 = [f for f in FLOWS if "int8" in f]
+
+
+def upstream(files: list[str] | None, jobs: int, flow: str = "xnnpack") -> tuple[int, float]:
     import importlib.util
 
     spec = importlib.util.find_spec("executorch.backends.test.suite.operators")
@@ -78,7 +90,7 @@ def upstream(files: list[str] | None, jobs: int) -> tuple[int, float]:
     suite = Path(next(iter(spec.submodule_search_locations)))
     paths = [str(suite / f"test_{f}.py") for f in files] if files else [str(suite)]
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "pytest", "-n", str(jobs), "-q", "-p", "no:cacheprovider", "-m", "flow_xnnpack",
+    res = subprocess.run([sys.executable, "-m", "pytest", "-n", str(jobs), "-q", "-p", "no:cacheprovider", "-m", f"flow_{flow}",
                           "--rootdir", str(suite.parent), *paths], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     tail = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else res.stderr[-300:]
@@ -95,26 +107,43 @@ def main() -> int:
     ap.add_argument("--recipe", default="xnnpack")
     ap.add_argument("--skip-upstream", action="store_true")
     ap.add_argument("--upstream-files", default="all", help="comma-separated operator file names (test_<name>.py), or all")
+    ap.add_argument("--flows", default="xnnpack", help=f"upstream flows to compare, comma-separated, or int8 ({', '.join(FLOWS)})")
+    ap.add_argument("--skip-ops", action="store_true", help="only the upstream comparison (no cold/warm/floor on --suite)")
     ns = ap.parse_args()
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
-        if not ns.skip_upstream:
+        files = None if ns.upstream_files == "all" else ns.upstream_files.split(",")
+        up_recs: list[dict] = []
+        wall = 0.0
+        programs = 0
+        flows = [] if ns.skip_upstream else (INT8 if ns.flows == "int8" else ns.flows.split(","))
+        for flow in flows:
+            recipe = FLOWS[flow]
             # the unit is one lowered-and-run program (an upstream test may run several as subtests)
-            files = None if ns.upstream_files == "all" else ns.upstream_files.split(",")
-            n_up, wall_up = upstream(files, ns.jobs)
+            n_up, wall_up = upstream(files, ns.jobs, flow)
             filters = [a for f in files or [] for a in ("-k", f"upstream.{f}.*")]
-            wall = bti(["run", "-s", "executorch-upstream-ops", "-r", "xnnpack", *filters, "-j", str(ns.jobs), "--no-reuse",
-                        "-o", str(t / "up")])
-            up_recs = [r for r in records(t / "up" / "results.jsonl") if r["status"] not in ("SKIP", "UNAVAILABLE")]
+            out = t / f"up-{flow}"
+            wall = bti(["run", "-s", "executorch-upstream-ops", "-r", recipe, *filters, "-j", str(ns.jobs), "--no-reuse",
+                        "--no-report", "-o", str(out)])
+            up_recs = [r for r in records(out / "results.jsonl") if r["status"] not in ("SKIP", "UNAVAILABLE")]
             programs = len(up_recs)
-            rows.append(("upstream suite (pytest -n 2, xnnpack flow)", f"{60 * programs / wall_up:.1f}",
-                         f"{programs} programs ({n_up} pytest tests) in {wall_up:.0f} s: pytest -n {ns.jobs} -m flow_xnnpack "
+            quantize = [r["stages"]["quantize"] for r in up_recs if "quantize" in (r.get("stages") or {})]
+            floor_up = floor_seconds(up_recs, ns.jobs) + warm_up_seconds(recipe)
+            rows.append((f"upstream suite, flow {flow}", f"{60 * programs / wall_up:.1f}",
+                         f"{programs} programs ({n_up} pytest tests) in {wall_up:.0f} s: pytest -n {ns.jobs} -m flow_{flow} "
                          + (f"operators/test_{{{','.join(files)}}}.py" if files else "operators/")))
-            rows.append(("bti, same upstream cases (cold)", f"{60 * programs / wall:.1f}",
-                         f"{programs} items in {wall:.0f} s: bti run -s executorch-upstream-ops -r xnnpack "
+            rows.append((f"bti, same cases, {recipe} (cold)", f"{60 * programs / wall:.1f}",
+                         f"{programs} items in {wall:.0f} s: bti run -s executorch-upstream-ops -r {recipe} "
                          + ("-k 'upstream.<file>.*' " if files else "") + f"-j {ns.jobs} --no-reuse"))
             rows.append(("  ratio bti / upstream", f"{wall_up / wall:.1f}x", "same cases, same flow, both with 2 workers"))
+            if quantize:
+                rows.append(("  quantize stage per item (s)", f"{sum(quantize) / len(quantize):.3f}",
+                             f"{len(quantize)} items, {sum(quantize):.1f} s in all"))
+            rows.append((f"  floor ({recipe})", f"{60 * programs / floor_up:.1f}",
+                         f"{floor_up:.1f} s; wall {wall:.1f} s; overhead {100 * (wall - floor_up) / floor_up:.0f}% of the floor"))
+        if ns.skip_ops:
+            return _print(rows)
         common = ["run", "-s", ns.suite, "-r", ns.recipe, "-j", str(ns.jobs)]
         wall_cold = bti([*common, "--no-reuse", "-o", str(t / "cold")])
         cold = records(t / "cold" / "results.jsonl")
@@ -133,15 +162,15 @@ def main() -> int:
         rows.append((f"floor ({ns.suite} on {ns.recipe})", f"{60 * len(executed) / floor:.1f}",
                      f"{floor:.1f} s (in-worker work / {ns.jobs} + {warm_up:.1f} s one-time warm-up); wall {wall_cold:.1f} s; "
                      f"overhead {100 * (wall_cold - floor) / floor:.0f}% of the floor"))
-        if not ns.skip_upstream:
-            floor_up = floor_seconds(up_recs, ns.jobs) + warm_up_seconds("xnnpack")
-            rows.append(("floor (upstream cases on xnnpack)", f"{60 * programs / floor_up:.1f}",
-                         f"{floor_up:.1f} s; wall {wall:.1f} s; overhead {100 * (wall - floor_up) / floor_up:.0f}% of the floor"))
         peaks: dict[int, float] = {}
         for r in cold:
             if r.get("worker_pid"):
                 peaks[r["worker_pid"]] = max(peaks.get(r["worker_pid"], 0.0), r.get("peak_rss_mb") or 0.0)
         rows.append(("peak RSS per worker (MiB)", f"{max(peaks.values()):.0f}", "max over workers: " + ", ".join(f"{v:.0f}" for v in peaks.values())))
+    return _print(rows)
+
+
+def _print(rows: list[tuple[str, str, str]]) -> int:
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure'.ljust(width)} | items/min | detail")
     for name, value, detail in rows:

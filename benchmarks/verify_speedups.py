@@ -2,6 +2,8 @@
 without it and compare every item's .pte hash, status and output statistics.
 
     .venv/bin/python benchmarks/verify_speedups.py [--suite ops] [--recipe portable --recipe xnnpack]
+    .venv/bin/python benchmarks/verify_speedups.py --int8 --suite executorch-upstream-ops \
+        -k 'upstream.add.*' -k 'upstream.conv2d.*' ...     # the three XNNPACK int8 recipes
 
 Prints the per-run wall time and the number of identical / differing items; exits 1 on any difference.
 """
@@ -36,12 +38,17 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--suite", action="append", default=None)
     ap.add_argument("--recipe", action="append", default=None)
+    ap.add_argument("--int8", action="store_true", help="the XNNPACK int8 recipes (static per-channel, per-tensor, dynamic)")
+    ap.add_argument("-k", dest="filters", action="append", default=[], help="bti run -k filters (repeatable)")
+    ap.add_argument("-j", "--jobs", default="2")
     ns = ap.parse_args()
     suites = ns.suite or ["ops"]
-    recipes = ns.recipe or ["portable", "xnnpack"]
+    recipes = ns.recipe or (["xnnpack-int8-static-per-channel", "xnnpack-int8-static-per-tensor",
+                             "xnnpack-int8-dynamic-per-channel"] if ns.int8 else ["portable", "xnnpack"])
+    extra = ["-j", ns.jobs, *(a for f in ns.filters for a in ("-k", f))]
     with tempfile.TemporaryDirectory() as tmp:
-        t_on, on = run(Path(tmp) / "on", suites, recipes, [])
-        t_off, off = run(Path(tmp) / "off", suites, recipes, ["--no-speedups"])
+        t_on, on = run(Path(tmp) / "on", suites, recipes, extra)
+        t_off, off = run(Path(tmp) / "off", suites, recipes, [*extra, "--no-speedups"])
     same = [k for k in on if on[k] == off.get(k)]
     diff = sorted(set(on) ^ set(off) | {k for k in on if k in off and on[k] != off[k]})
     print(f"suites={','.join(suites)} recipes={','.join(recipes)} items={len(on)}")
