@@ -206,17 +206,39 @@ def _stats(samples: list[float], warmup: int) -> dict[str, Any]:
             "cv": round(std / mean, 4) if mean else 0.0, "repeats": len(samples), "warmup": warmup}
 
 
-def _inputs_for(subject: Subject, seed: int) -> list[Any]:
+def _inputs_for(subject: Subject, seed: int, method: str) -> list[Any]:
     if subject.cases:
         return subject.cases[0][0]
     if subject.method is not None:
         return _generated_inputs(subject.method.metadata, seed, subject.path)
-    from executorch.runtime import Runtime
+    program, loaded, _ = _load(subject.program_bytes, subject.path, method)  # one-line errors for a bad program
+    inputs = _generated_inputs(loaded.metadata, seed, subject.path)
+    del loaded, program  # the method first: the program must outlive it
+    return inputs
 
-    log: list[str] = []
-    with _runtime_log(log):
-        program = Runtime.get().load_program(subject.program_bytes)
-    return _generated_inputs(program.metadata("forward"), seed, subject.path)
+
+def _signature(values: list[Any]) -> list[tuple[Any, ...]]:
+    return [(tuple(v.shape), str(v.dtype)) if hasattr(v, "shape") else (type(v).__name__,) for v in values]
+
+
+def _preflight(subjects: list[Subject], inputs: list[Any], method: str) -> None:
+    """Run each program once in a forked child first: a program the runtime aborts on (a corrupt bundle the
+    Python reader accepted) is one line and exit 2, never the end of bti."""
+    from harness.providers import ProviderError, PybindProvider, run_forked
+
+    for sub in subjects:
+        case_inputs = [c[0] for c in sub.cases] or [inputs]
+
+        def once(sub: Subject = sub, case_inputs: list[list[Any]] = case_inputs) -> int:
+            handle = PybindProvider.load(sub.program_bytes, method)
+            for x in case_inputs:
+                PybindProvider.run(handle, x)
+            return 0
+
+        try:
+            run_forked(once)
+        except ProviderError as exc:
+            raise UserError(f"{sub.path}: the runtime cannot run this program: {first_line(str(exc))}") from None
 
 
 def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int = 20, seed: int = 0,
@@ -249,17 +271,26 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
             sub.memory = {"rss_start": round(rss_start, 1), "load_growth": round(rss_mb() - rss_start, 1)}
     elif method != "forward":
         raise UserError(f"--runtime {spec.kind}: runners run `forward` only, not {method!r}")
-    inputs = _inputs_for(subjects[0], seed)
-    if len(subjects) == 2 and subjects[1].cases and not subjects[0].cases:
-        inputs = subjects[1].cases[0][0]
+    inputs = _inputs_for(subjects[0], seed, method)
+    if len(subjects) == 2:
+        if subjects[1].cases and not subjects[0].cases:
+            inputs = subjects[1].cases[0][0]
+        other_inputs = _inputs_for(subjects[1], seed, method)
+        if _signature(other_inputs) != _signature(inputs):
+            raise UserError(f"A and B take different inputs ({_signature(inputs)} vs {_signature(other_inputs)}): "
+                            "an A/B bench compares two programs of the same case")
+    if in_process:
+        _preflight(subjects, inputs, method)
     for sub in subjects:
         sub.samples = []
     total = warmup + repeats
     log: list[str] = []
+    running: Subject | None = None
     try:
         if in_process:  # interleaved call by call: A, B, A, B ... so drift hits both alike
             for i in range(total):
                 for sub in subjects:
+                    running = sub
                     with _runtime_log(log):
                         t0 = time.perf_counter()
                         out = sub.method.execute(inputs)
@@ -275,16 +306,17 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
             per = [repeats // rounds + (1 if r < repeats % rounds else 0) for r in range(rounds)]
             for r, n in enumerate(per):
                 for sub in subjects:
+                    running = sub
                     ex = provider.execute(sub.program_bytes, "pte", inputs,
-                                          RunOptions(warmup if r == 0 else 1, n, threads))
+                                          RunOptions(warmup if r == 0 else 0, n, threads))
                     sub.samples.extend(ex.latencies_ms)  # type: ignore[union-attr]
                     sub.outputs = ex.outputs
                     if r == 0:
                         sub.load_ms, sub.memory = ex.load_ms, dict(ex.memory_mb)
                 if progress is not None:
-                    progress(n + (warmup if r == 0 else 1))
+                    progress(n + (warmup if r == 0 else 0))
     except (ProviderError, RuntimeError) as exc:
-        raise UserError(f"{subjects[0].path}: running {method!r} failed: {_why(exc, log)}") from None
+        raise UserError(f"{running.path if running else subjects[0].path}: running {method!r} failed: {_why(exc, log)}") from None
     results = [_one(sub, method, warmup, inputs) for sub in subjects]
     first = results[0]
     first["runtime"] = spec.kind
@@ -294,9 +326,10 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
         checks = []
         if sub.cases:
             for idx, (case_inputs, expected) in enumerate(sub.cases):
-                got = list(sub.method.execute(case_inputs)) if in_process else (sub.outputs if idx == 0 else None)
-                if got is None:
-                    continue
+                if in_process:
+                    got = list(sub.method.execute(case_inputs))
+                else:  # each case on its own inputs, through the same provider
+                    got = provider.execute(sub.program_bytes, "pte", case_inputs, RunOptions(0, 1, threads)).outputs
                 verdict = compare(_np(got), _np(expected), crit)
                 entry: dict[str, Any] = {"case": idx, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats}
                 if in_process and ("atol" in crit or "rtol" in crit):  # the runtime's own check takes atol/rtol only
@@ -319,7 +352,7 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
                        "agreement": {"ok": agreement.ok, "message": agreement.message, "criteria": crit,
                                      "outputs": agreement.stats}}
         first["ok_a"] = first["ok"]
-        first["ok"] = first["ok"] and results[1]["ok"]
+        first["ok"] = first["ok"] and results[1]["ok"] and agreement.ok
     for sub in subjects:
         sub.method = None  # the method is released first: the program must outlive it (EXECUTORCH-NOTES)
         sub.program = None
@@ -377,8 +410,9 @@ def _lines(result: dict[str, Any], label: str = "") -> list[str]:
         f"  load      {result['load_ms']:.3f} ms",
         f"  latency   median {lat['median']:.4f} ms  p90 {lat['p90']:.4f}  p99 {lat['p99']:.4f}  min {lat['min']:.4f}  "
         f"std {lat['std']:.4f}  CV {lat['cv']:.1%}  ({lat['repeats']} runs after {lat['warmup']} warm-up)",
-        f"  memory    RSS +{mem.get('load_growth', 0.0):.1f} MiB on load, +{mem.get('run_growth', 0.0):.1f} MiB running; "
-        f"peak {mem.get('peak_rss', 0.0):.0f} MiB",
+        (f"  memory    RSS +{mem.get('load_growth', 0.0):.1f} MiB on load, +{mem.get('run_growth', 0.0):.1f} MiB running; "
+         f"peak {mem.get('peak_rss', 0.0):.0f} MiB") if "load_growth" in mem else
+        f"  memory    peak {mem.get('peak_rss', 0.0):.0f} MiB (the runner process's own)",
     ]
     if lat["cv"] > 0.1:
         lines.append(f"  note      CV {lat['cv']:.0%} > 10 %: noisy; pin the process (taskset), raise --warmup/--repeats")

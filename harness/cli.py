@@ -371,10 +371,15 @@ def bench(program: Path, other: Path | None, method: str, warmup: int, repeats: 
         if bar is not None:
             bar.render_finish()
     click.echo(render(result))
-    if json_out:
-        atomic_write_text(json_out, dumps(result) + "\n")
-    if md_out:
-        atomic_write_text(md_out, markdown(result))
+    for path, text in ((json_out, dumps(result) + "\n"), (md_out, markdown(result))):
+        if path is None:
+            continue
+        if not path.parent.is_dir():
+            raise UserError(f"cannot write {path}: no directory {path.parent}")
+        try:
+            atomic_write_text(path, text)
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
     if not result["ok"]:
         raise SystemExit(1)
 

@@ -38,10 +38,12 @@ formatted with ``{args}`` (expanded to several words), ``{program}``, ``{output_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -73,6 +75,11 @@ class ProviderTimeout(ProviderError):
 
 class ProviderUnsupported(ProviderError):
     """The provider cannot take this case (e.g. a non-tensor input to a subprocess runner)."""
+
+
+class ProviderSetup(ProviderError):
+    """The way to the device failed (a push or pull, a runner that cannot start): ERROR, triage infra,
+    never the backend's fault."""
 
 
 @dataclass(frozen=True)
@@ -120,9 +127,9 @@ class ProviderSpec:
     def label(self) -> str:
         return self.kind
 
-    def build(self) -> Provider:
+    def build(self, isolated: bool = False) -> Provider:
         if self.kind == "pybind":
-            return PybindProvider()
+            return PybindProvider(isolated)
         if self.kind == "runner":
             return ProcessProvider("runner", [*runner_command(self.target), "{args}"])
         return ProcessProvider("command", _split(self.target, "command"), self.push, self.pull, self.remote_dir,
@@ -144,6 +151,8 @@ def parse_spec(text: str, push: str | None = None, pull: str | None = None, remo
             raise ValueError("command: needs a template, e.g. command:'ssh board /opt/bti_runner {args}'")
         if "{args}" not in words and not any("{program}" in w for w in words):
             raise ValueError("a command template needs {args} (the runner arguments) or {program}")
+    if kind == "command":
+        _check_template(words, "command", variables or {})
     for name, tmpl in (("push", push), ("pull", pull)):
         if tmpl is not None:
             if kind != "command":
@@ -151,10 +160,27 @@ def parse_spec(text: str, push: str | None = None, pull: str | None = None, remo
             words = _split(tmpl, name)
             if not any("{local}" in w for w in words) or not any("{remote}" in w for w in words):
                 raise ValueError(f"the {name} template needs {{local}} and {{remote}}")
+            _check_template(words, name, variables or {})
     if (push is None) != (pull is None):
         raise ValueError("push and pull templates go together (files go to the device and outputs come back)")
     return ProviderSpec(kind, target.strip(), push, pull, remote_dir,
                         MappingProxyType(dict(variables or {})))
+
+
+FIELDS = ("args", "program", "output_dir", "local", "remote")
+
+
+def _check_template(words: list[str], what: str, variables: Mapping[str, str]) -> None:
+    """Every word must format with the known fields and the given variables: a typo is one line now,
+    not a failure of every item later."""
+    table = {**dict.fromkeys(FIELDS, "x"), **variables}
+    for w in words:
+        try:
+            w.format(**table)
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+            known = ", ".join([*FIELDS, *sorted(variables)])
+            raise ValueError(f"the {what} template word {w!r} does not format ({type(exc).__name__}: {exc}; "
+                             f"fields: {known}; give others with --runtime-var NAME=VALUE)") from None
 
 
 def _split(template: str, what: str) -> list[str]:
@@ -167,12 +193,14 @@ def _split(template: str, what: str) -> list[str]:
 def runner_command(target: str = "") -> list[str]:
     """The runner to start: ``runner:PATH``, else ``$BTI_RUNNER``, else the one ``bti runner build``
     made, else none (a one-line error naming the ways to get one)."""
-    if target:
-        words = shlex.split(target)
+    words = shlex.split(target) if target else shlex.split(os.environ.get("BTI_RUNNER") or "")
+    if words:
+        exe = words[0]
+        found = exe if os.sep in exe else shutil.which(exe)
+        if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+            where = "runner:" if target else "$BTI_RUNNER "
+            raise UserError(f"the runner {where}{exe} is not an executable file (build one with `bti runner build`)")
         return words
-    env = os.environ.get("BTI_RUNNER")
-    if env:
-        return shlex.split(env)
     built = default_runner_path()
     if built.is_file() and os.access(built, os.X_OK):
         return [str(built)]
@@ -199,8 +227,51 @@ class Loaded:
     mutations: int = 0
 
 
+def run_forked(fn: Any) -> Any:
+    """``fn()`` in a forked child; its result comes back pickled. A child killed by a signal (the runtime
+    aborting on a corrupt program) is ``ProviderCrash`` naming the runtime's last log line; an exception in
+    the child is re-raised here as ``ProviderError``."""
+    import pickle
+
+    rfd, wfd = os.pipe()
+    with tempfile.TemporaryFile() as log:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 0
+            try:
+                os.close(rfd)
+                os.dup2(log.fileno(), 2)
+                try:
+                    payload = pickle.dumps(("ok", fn()))
+                except Exception as exc:
+                    payload = pickle.dumps(("error", f"{type(exc).__name__}: {first_line(str(exc))}"))
+                with os.fdopen(wfd, "wb") as w:
+                    w.write(payload)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        os.close(wfd)
+        with os.fdopen(rfd, "rb") as r:
+            data = r.read()
+        _, status = os.waitpid(pid, 0)
+        log.seek(0)
+        lines = [x for x in log.read().decode(errors="replace").splitlines() if x.strip() and "cpuinfo" not in x]
+    if os.WIFSIGNALED(status):
+        last = lines[-1].split("] ", 1)[-1][:200] if lines else "no message"
+        raise ProviderCrash(f"the runtime died with signal {os.WTERMSIG(status)} ({last})")
+    if not data:
+        raise ProviderCrash(f"the runtime process exited {os.WEXITSTATUS(status)} without a result")
+    kind, value = pickle.loads(data)
+    if kind == "error":
+        raise ProviderError(value)
+    return value
+
+
 class PybindProvider:
     name = "pybind"
+
+    def __init__(self, isolated: bool = False) -> None:
+        self.isolated = isolated  # each execute in a forked child (bti verify): a runtime abort is a CRASH record
 
     @staticmethod
     def set_threads(threads: int | None) -> None:
@@ -222,6 +293,8 @@ class PybindProvider:
         return list(outs)[handle.mutations:]  # the runtime returns mutated inputs first; eager does not
 
     def execute(self, program: bytes, kind: str, inputs: Sequence[Any] | None, opts: RunOptions) -> Execution:
+        if self.isolated:
+            return run_forked(lambda: PybindProvider(False).execute(program, kind, inputs, opts))  # type: ignore[no-any-return]
         from harness.env import rss_mb
 
         if kind == "bpte":
@@ -267,28 +340,37 @@ class ProcessProvider:
         self.vars = variables or {}
 
     def _fill(self, words: list[str], values: dict[str, Any], args: list[str] | None = None) -> list[str]:
+        """Format each word; a word that is exactly ``{args}`` becomes the runner arguments, and ``{args}``
+        inside a word (``ssh board 'cd /x && ./bti_runner {args}'``) becomes them shell-quoted."""
         out: list[str] = []
-        table = {**self.vars, **values}
+        table = {**dict.fromkeys(FIELDS, ""), **self.vars, **values, "args": shlex.join(args or [])}
         for w in words:
             if w == "{args}" and args is not None:
                 out.extend(args)
                 continue
             try:
                 out.append(w.format(**table))
-            except (KeyError, IndexError) as exc:
-                raise UserError(f"runtime template word {w!r} names {exc} (known: args, program, output_dir, "
-                                f"local, remote{', ' if self.vars else ''}{', '.join(sorted(self.vars))})") from None
+            except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+                raise ProviderSetup(f"runtime template word {w!r} does not format: {exc}") from None
         return out
 
     def _call(self, argv: list[str], timeout: float, what: str) -> subprocess.CompletedProcess[str]:
         problem: ProviderError | None = None  # raised outside the handler: the record names this error, not its cause
+        try:  # its own process group: a timeout kills the runner and whatever it started
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:
+            raise ProviderSetup(f"{what} could not start: {argv[0]}: {exc.strerror or exc}") from None
         try:
-            return subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
+            out, err = proc.communicate(timeout=timeout)
+            return subprocess.CompletedProcess(argv, proc.returncode, out, err)
         except subprocess.TimeoutExpired:
             problem = ProviderTimeout(f"{what} did not finish within {timeout:g} s: {shlex.join(argv)[:200]}")
-        except OSError as exc:
-            problem = ProviderError(f"{what} could not start: {argv[0]}: {exc.strerror or exc}")
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
         raise problem
 
     def execute(self, program: bytes, kind: str, inputs: Sequence[Any] | None, opts: RunOptions) -> Execution:
@@ -326,7 +408,7 @@ class ProcessProvider:
                     p = self._call(self._fill(self.push, {"local": str(local / f), "remote": f"{remote}/{f}"}),
                                    opts.timeout_s, "push")
                     if p.returncode != 0:
-                        raise ProviderError(f"push {f} failed (exit {p.returncode}): {_tail(p.stderr)}")
+                        raise ProviderSetup(f"push {f} failed (exit {p.returncode}): {_tail(p.stderr)}")
             argv = self._fill(self.template, {"program": f"{remote}/{name}", "output_dir": f"{remote}/out"}, args)
             proc = self._call(argv, opts.timeout_s, f"the {self.name} runtime")
             if proc.returncode < 0 or proc.returncode >= 128:
@@ -337,16 +419,16 @@ class ProcessProvider:
             report = _report(proc.stdout)
             outs = []
             (local / "out").mkdir(exist_ok=True)
-            for i, meta in enumerate(report["outputs"]):
+            for i, meta in enumerate(report["outputs"]):  # each a checked {file, dtype, shape} (_report)
                 fname = Path(str(meta.get("file", f"out_{i}.bin"))).name
                 if self.pull:
                     p = self._call(self._fill(self.pull, {"remote": f"{remote}/out/{fname}",
                                                           "local": str(local / "out" / fname)}), opts.timeout_s, "pull")
                     if p.returncode != 0:
-                        raise ProviderError(f"pull {fname} failed (exit {p.returncode}): {_tail(p.stderr)}")
+                        raise ProviderSetup(f"pull {fname} failed (exit {p.returncode}): {_tail(p.stderr)}")
                 outs.append(_read_tensor(local / "out" / fname, meta))
-            mem = {"peak_rss": round(float(report.get("max_rss_kb", 0)) / 1024.0, 1)} if report.get("max_rss_kb") else {}
-            return Execution(outs, float(report["load_ms"]), [float(x) for x in report["latencies_ms"]], self.name, mem)
+            mem = {"peak_rss": round(report["max_rss_kb"] / 1024.0, 1)} if report.get("max_rss_kb") else {}
+            return Execution(outs, report["load_ms"], report["latencies_ms"], self.name, mem)
         finally:
             shutil.rmtree(local, ignore_errors=True)
 
@@ -357,17 +439,30 @@ def _tail(text: str) -> str:
 
 
 def _report(stdout: str) -> dict[str, Any]:
+    """The runner's last JSON line, every field checked and converted (a malformed line is the runner's
+    fault: FAIL_RUN naming what is wrong, never a bti traceback)."""
     for line in reversed((stdout or "").splitlines()):
         line = line.strip()
-        if line.startswith("{"):
-            try:
-                report = json.loads(line)
-            except ValueError:
-                break
-            if isinstance(report, dict) and isinstance(report.get("outputs"), list) and "load_ms" in report \
-                    and isinstance(report.get("latencies_ms"), list):
-                return report
-            break
+        if not line.startswith("{"):
+            continue
+        try:
+            raw = json.loads(line)
+            if not isinstance(raw, dict):
+                raise TypeError("not a JSON object")
+            outputs: list[dict[str, Any]] = []
+            for o in raw["outputs"]:
+                if not isinstance(o, dict):
+                    raise TypeError(f"an output is {type(o).__name__}, not an object")
+                shape = [int(d) for d in o.get("shape", [])]
+                if any(d < 0 for d in shape):
+                    raise ValueError(f"negative size in shape {shape}")
+                outputs.append({"file": str(o.get("file", f"out_{len(outputs)}.bin")), "dtype": str(o.get("dtype")),
+                                "shape": shape})
+            lat = [float(x) for x in raw["latencies_ms"]]
+            return {"load_ms": float(raw["load_ms"]), "latencies_ms": lat, "outputs": outputs,
+                    "max_rss_kb": float(raw.get("max_rss_kb") or 0)}
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ProviderError(f"the runner's result line is malformed ({type(exc).__name__}: {exc}): {line[:200]}") from None
     raise ProviderCrash(f"the runner printed no result line: {_tail(stdout)}")
 
 

@@ -298,6 +298,13 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
                       peak_rss_mb=round(peak_rss_mb(), 1), control=control, worker_pid=os.getpid(), detail_prefix=prefix,
                       **facts)
     rec = decide(item, recipe, outcome, run_id, attempt, control_recipe)
+    if bundle_dir and (rec.get("artifacts") or {}).get("bpte"):  # what `bti verify` needs to judge it where it runs
+        card = {k: v for k, v in base_record(item, recipe, "").items() if k not in ("kind", "run_id", "attempt")}
+        card.update(tolerance=rec.get("tolerance"), recipe_hash=recipe.hash, status=rec["status"])
+        if rec.get("xfail"):
+            card["xfail"] = rec["xfail"]
+        bpte = Path(bundle_dir) / Path(rec["artifacts"]["bpte"]).name
+        atomic_write_text(bpte.with_name(bpte.name + ".json"), dumps(card))
     return rec, (outs if "comparison" in facts else None), median
 
 
@@ -397,11 +404,6 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     if bundle_dir:
         name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
-        if "bpte" in facts["artifacts"]:  # what `bti verify` needs to judge the bundle where it runs
-            card = {**base_record(item, recipe, ""), "tolerance": dict(facts["comparison"].tolerance),
-                    "recipe_hash": recipe.hash}
-            atomic_write_text(Path(bundle_dir) / f"{name}.bpte.json", dumps({k: v for k, v in card.items()
-                                                                               if k not in ("kind", "run_id", "attempt")}))
 
 
 def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None) -> Comparison:

@@ -189,12 +189,20 @@ def _fill(rec: Record, o: Outcome) -> None:
         rec["baseline"] = dict(o.baseline)
 
 
-def decide_bundle(base: Mapping[str, Any], outcome: Outcome) -> Record:
+def decide_bundle(base: Mapping[str, Any], outcome: Outcome, expected: Mapping[str, Any] | None = None) -> Record:
     """A bundled program re-run where it runs (``bti verify``): its stages and its comparison decide. The
-    recipe's xfail and expect rules judged the item when the bundle was made; they are not re-applied."""
+    recipe's rules judged the item when the bundle was made; ``expected`` is that run's xfail (the item was
+    XFAIL there): a failure here too stays expected (XFAIL), a pass is XPASS, as in the run."""
     rec: Record = {**base, "kind": "result", "schema": SCHEMA}  # type: ignore[typeddict-item]
     _fill(rec, outcome)
     status, detail, error = _status(None, None, outcome)
+    if expected is not None and status is not Status.SKIP:
+        reason = str(expected.get("reason", ""))
+        if status.is_failure:
+            status, detail = Status.XFAIL, f"expected, as in the run ({reason}): {detail}"[:1000]
+        elif status.is_pass:
+            status, detail = Status.XPASS, f"failed as expected in the run ({reason}), passes here"[:1000]
+        rec["xfail"] = dict(expected)
     if error is not None:
         rec["error"] = error.as_dict()
     rec["status"] = status.value
@@ -232,7 +240,8 @@ def _status(recipe: Recipe | None, item: Item | None, o: Outcome) -> tuple[Statu
     return Status.PASS, "", None
 
 
-_PROVIDER_STATUS = {"ProviderCrash": Status.CRASH, "ProviderTimeout": Status.TIMEOUT, "ProviderUnsupported": Status.SKIP}
+_PROVIDER_STATUS = {"ProviderCrash": Status.CRASH, "ProviderTimeout": Status.TIMEOUT, "ProviderUnsupported": Status.SKIP,
+                    "ProviderSetup": Status.ERROR}
 
 
 def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> str:

@@ -62,7 +62,7 @@ def _results_tolerances(results: Path | None, bundles: list[Path]) -> dict[str, 
     for path in candidates:
         if path is None or not path.is_file():
             if results is not None:
-                raise UserError(f"--results {results}: no such file")
+                raise UserError(f"--results {results}: not a results file")
             continue
         for _, obj in iter_lines(path):
             bpte = (obj.get("artifacts") or {}).get("bpte") if obj.get("kind") == "result" else None
@@ -71,10 +71,39 @@ def _results_tolerances(results: Path | None, bundles: list[Path]) -> dict[str, 
     return out
 
 
+def _tolerance(value: Any, where: str) -> dict[str, Any]:
+    """A tolerance from a card or a results record, checked like a recipe's: known keys, numbers, atol and
+    rtol not negative (a bad one is one line, exit 2)."""
+    import math
+
+    from harness.recipes import TOLERANCE_KEYS
+
+    if not isinstance(value, dict) or not value or set(value) - {*TOLERANCE_KEYS, "shape_only"}:
+        raise UserError(f"{where}: tolerance must map {', '.join(TOLERANCE_KEYS)} to numbers, not {str(value)[:80]}")
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k == "shape_only":
+            out[k] = bool(v)
+            continue
+        try:
+            num = float(v)
+        except (TypeError, ValueError):
+            raise UserError(f"{where}: tolerance {k} is not a number: {str(v)[:40]}") from None
+        if math.isnan(num) or (k in ("atol", "rtol") and num < 0):
+            raise UserError(f"{where}: tolerance {k} = {v} is not a usable bound")
+        out[k] = num
+    return out
+
+
+CARD_TYPES = {"id": str, "case": str, "suite": str, "recipe": str, "backend": str, "axes": dict, "tags": list,
+              "status": str, "xfail": dict}
+
+
 def load_bundles(paths: list[Path], results: Path | None, override: dict[str, float]) -> list[Bundle]:
     files = find_bundles(paths)
     from_results = _results_tolerances(results, files)
     bundles = []
+    uncarded: list[str] = []
     for f in files:
         try:
             data = f.read_bytes()
@@ -96,19 +125,29 @@ def load_bundles(paths: list[Path], results: Path | None, override: dict[str, fl
                 raise UserError(f"{card_path}: not a readable bundle card (JSON)") from None
             if not isinstance(card, dict):
                 raise UserError(f"{card_path}: not a readable bundle card (a JSON object)")
+            for key, kind in CARD_TYPES.items():
+                if key in card and not isinstance(card[key], kind):
+                    raise UserError(f"{card_path}: bundle card field {key!r} is not a {kind.__name__}")
         record = from_results.get(f.name)
         if override:
             tol, source = dict(override), "command line"
-        elif isinstance(card.get("tolerance"), dict):
-            tol, source = dict(card["tolerance"]), "bundle card"
-        elif record is not None and isinstance(record.get("tolerance"), dict):
-            tol, source = dict(record["tolerance"]), "results file"
+        elif card.get("tolerance") is not None:
+            tol, source = _tolerance(card["tolerance"], str(card_path)), "bundle card"
+        elif record is not None and record.get("tolerance") is not None:
+            tol, source = _tolerance(record["tolerance"], f"{results or 'results.jsonl'} ({record.get('id')})"), "results file"
         else:
             tol, source = dict(DEFAULT_TOL), "default (no card, no results record)"
+            uncarded.append(f.name)
         if not card and record is not None:
             card = {k: record[k] for k in ("id", "case", "suite", "op", "tags", "recipe", "backend", "axes", "seed",
-                                           "spec_hash") if k in record}
+                                           "spec_hash", "status", "xfail") if k in record}
         bundles.append(Bundle(f, data, cases[0][1], card, tol, source))
+    if uncarded:  # said once every bundle has been read (an error above stays the only line)
+        import click
+
+        click.echo(f"bti verify: {len(uncarded)} bundle(s) without a card or a results record ({', '.join(uncarded[:3])}"
+                   f"{' …' if len(uncarded) > 3 else ''}): held to atol = rtol = 1e-4; a quantized program needs "
+                   "--sqnr-db, or its card", err=True)
     return bundles
 
 
@@ -129,7 +168,7 @@ def _np(values: list[Any]) -> list[Any]:
 def verify_one(bundle: Bundle, spec: ProviderSpec, opts: RunOptions, run_id: str) -> Record:
     from harness.stages import error_info
 
-    provider = spec.build()
+    provider = spec.build(isolated=True)  # in process too, a runtime abort is this bundle's CRASH, not bti's end
     stem = bundle.path.name[:-5] if bundle.path.name.endswith(".bpte") else bundle.path.stem
     base: dict[str, Any] = {
         "id": bundle.card.get("id") or f"bundle.{stem}", "case": bundle.card.get("case") or f"bundle.{stem}",
@@ -138,6 +177,7 @@ def verify_one(bundle: Bundle, spec: ProviderSpec, opts: RunOptions, run_id: str
         "run_id": run_id, "attempt": 1,
         **{k: bundle.card[k] for k in ("op", "tags", "seed", "spec_hash") if k in bundle.card},
     }
+    expected = bundle.card.get("xfail") if bundle.card.get("status") == "XFAIL" else None
     stages: list[StageOutcome] = []
     facts: dict[str, Any] = {"runtime": provider.name, "artifacts": {"bpte": str(bundle.path),
                                                                      "tolerance_from": bundle.tolerance_from}}
@@ -151,7 +191,7 @@ def verify_one(bundle: Bundle, spec: ProviderSpec, opts: RunOptions, run_id: str
             ex = provider.execute(bundle.data, "bpte", None, opts)
     except (ProviderError, UserError, RuntimeError) as exc:  # the provider, or the in-process runtime, failed
         stages.append(StageOutcome(Stage.RUN, 0.0, error=error_info(exc)))
-        return decide_bundle(base, Outcome(stages=tuple(stages), **facts))
+        return decide_bundle(base, Outcome(stages=tuple(stages), **facts), expected)
     stages.append(StageOutcome(Stage.LOAD, round(ex.load_ms / 1000.0, 6)))
     stages.append(StageOutcome(Stage.RUN, round(sum(ex.latencies_ms) / 1000.0, 6)))
     verdict = compare(_np(ex.outputs), _np(bundle.expected), bundle.tolerance)
@@ -159,7 +199,7 @@ def verify_one(bundle: Bundle, spec: ProviderSpec, opts: RunOptions, run_id: str
     lat["repeats"] = len(ex.latencies_ms)
     return decide_bundle(base, Outcome(
         stages=tuple(stages), load_ms=round(ex.load_ms, 3), latency_ms=lat, memory_mb=ex.memory_mb or None,
-        comparison=Comparison(verdict.ok, verdict.message, tuple(verdict.stats), bundle.tolerance), **facts))
+        comparison=Comparison(verdict.ok, verdict.message, tuple(verdict.stats), bundle.tolerance), **facts), expected)
 
 
 def header(bundles: list[Bundle], spec: ProviderSpec, run_id: str, argv: list[str]) -> Header:
@@ -178,6 +218,12 @@ def header(bundles: list[Bundle], spec: ProviderSpec, run_id: str, argv: list[st
             "upstream": {}, "shard": None, "argv": argv, "control": None, "rerun_failures": 0, "baseline": None}
 
 
+def from_results_path(bundles: list[Bundle]) -> Path | None:
+    """The results file beside the bundles' ``programs/`` directory (the run that made them)."""
+    parents = {b.path.resolve().parent.parent for b in bundles}
+    return (next(iter(parents)) / "results.jsonl") if len(parents) == 1 else None
+
+
 def verify(paths: list[Path], spec: ProviderSpec, out: Path, opts: RunOptions, results: Path | None = None,
            override: dict[str, float] | None = None, argv: list[str] | None = None,
            progress: Any = None) -> list[Record]:
@@ -191,7 +237,13 @@ def verify(paths: list[Path], spec: ProviderSpec, out: Path, opts: RunOptions, r
             Runtime.get()  # its CPU-probing chatter is not the verdict
     run_id = uuid.uuid4().hex[:12]
     records: list[Record] = []
-    with ResultsWriter(out, header(bundles, spec, run_id, argv or []), truncate=True) as writer:
+    if results is None and from_results_path(bundles) == out.resolve():
+        raise UserError(f"-o {out.parent}: that is the run the bundles came from; verify into another directory")
+    try:
+        writer = ResultsWriter(out, header(bundles, spec, run_id, argv or []), truncate=True)
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    with writer:
         for b in bundles:
             rec = verify_one(b, spec, opts, run_id)
             writer.write(rec)

@@ -179,3 +179,46 @@ def test_a_recipe_picks_its_provider_and_bti_runner_names_the_runner(bti, tmp_pa
     assert res.code == 0, res.err
     (rec,) = records(tmp_path / "results.jsonl").values()
     assert rec["status"] == "PASS" and rec["runtime"] == "runner" and rec["latency_ms"]["repeats"] == 2, rec
+
+
+def test_a_runner_printing_a_malformed_result_is_that_items_failure(bti, bundles: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad_runner.sh"
+    bad.write_text('#!/bin/sh\necho \'{"load_ms": "x", "latencies_ms": [1], "outputs": [5]}\'\n')
+    bad.chmod(0o755)
+    bpte = next((bundles / "programs").glob("*float32_static*@xnnpack.bpte"))
+    res = bti("verify", str(bpte), "-o", str(tmp_path / "out"), "--runtime", f"runner:{bad}", "--no-report")
+    assert res.code == 1 and "Traceback" not in res.err, res.err
+    (rec,) = records(tmp_path / "out" / "results.jsonl").values()
+    assert rec["status"] == "FAIL_RUN" and "result line is malformed" in rec["detail"], rec
+
+
+def test_templates_and_runners_are_checked_before_any_work(bti, tmp_path: Path) -> None:
+    check_usage_error(bti("run", "-s", "smoke", "--runtime", "command:{foo} {args}"), "{foo}", "does not format")
+    check_usage_error(bti("run", "-s", "smoke", "--runtime", "command:sh -c 'echo }' {args}"), "does not format")
+    check_usage_error(bti("run", "-s", "smoke", "--runtime", "runner:/nonexistent/bti_runner"), "not an executable file")
+
+
+def test_bad_cards_and_mismatched_ab_are_one_line(bti, bundles: Path, tmp_path: Path) -> None:
+    progs = bundles / "programs"
+    bpte = progs / "op.add.bcast_rank4_float32_static_@xnnpack.bpte"
+    (tmp_path / "c").mkdir()
+    shutil.copy(bpte, tmp_path / "c" / "x.bpte")
+    (tmp_path / "c" / "x.bpte.json").write_text('{"tolerance": {"atol": "x"}}')
+    check_usage_error(bti("verify", str(tmp_path / "c"), "-o", str(tmp_path / "o")), "x.bpte.json", "atol is not a number")
+    (tmp_path / "c" / "x.bpte.json").write_text('{"tolerance": {"atol": 0.1}, "axes": "zz"}')
+    check_usage_error(bti("verify", str(tmp_path / "c"), "-o", str(tmp_path / "o")), "'axes' is not a dict")
+    dynamic = progs / "op.add.bcast_rank4_float32_dynamic_@xnnpack.bpte"
+    check_usage_error(bti("bench", str(bpte), str(dynamic)), "A and B take different inputs")
+    check_usage_error(bti("bench", str(bpte), "--json", str(tmp_path / "no" / "dir" / "b.json")), "no directory")
+
+
+def test_a_program_that_aborts_the_runtime_is_a_crash_not_the_end_of_bti() -> None:
+    import os
+
+    from harness.providers import ProviderCrash, ProviderError, run_forked
+
+    assert run_forked(lambda: 41 + 1) == 42
+    with pytest.raises(ProviderCrash, match="signal 6"):
+        run_forked(os.abort)
+    with pytest.raises(ProviderError, match="ZeroDivisionError"):
+        run_forked(lambda: 1 / 0)

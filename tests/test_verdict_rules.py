@@ -211,3 +211,17 @@ def test_reports_survive_hostile_attempts() -> None:
     assert "5 → ? → &lt;b&gt;@\u2060x" in comment.render("k", {}, [rec], None)  # type: ignore[list-item]
     rec["attempts"] = "not a list"
     assert "## Flaky items (1)" in markdown.render({}, [rec])  # type: ignore[list-item]
+
+
+def test_a_bundle_that_was_xfail_in_its_run_stays_expected_where_it_runs() -> None:
+    from harness.status import Stage
+    from harness.verdict import Comparison, Outcome, StageOutcome, decide_bundle
+
+    base = {"id": "op.x[float32,static]@r", "recipe": "r"}
+    bad = Outcome(stages=(StageOutcome(Stage.RUN, 0.1),), comparison=Comparison(False, "output[0]: too far", (), {}))
+    good = Outcome(stages=(StageOutcome(Stage.RUN, 0.1),), comparison=Comparison(True, "", (), {}))
+    xfail = {"reason": "upstream bug", "expects": "FAIL_MISMATCH"}
+    assert decide_bundle(base, bad)["status"] == "FAIL_MISMATCH"
+    rec = decide_bundle(base, bad, xfail)
+    assert rec["status"] == "XFAIL" and "upstream bug" in rec["detail"] and rec["xfail"] == xfail
+    assert decide_bundle(base, good, xfail)["status"] == "XPASS"

@@ -10,6 +10,8 @@ import contextlib
 import datetime as dt
 import functools
 import importlib
+import os
+import shutil
 import sys
 import uuid
 from collections.abc import Callable
@@ -246,6 +248,12 @@ def _with_runtime(recipe: Recipe, opts: RunOptions) -> Recipe:
         return recipe
     own = str((recipe.raw.get("runtime") or {}).get("provider") or "pybind")
     text, spec = opts.runtime if opts.runtime is not None else (own, recipe.runtime.provider or ProviderSpec())
+    if spec.kind == "runner":  # the cache key names the binary itself: a rebuilt runner runs the items again
+        from harness.providers import runner_command
+
+        exe = shutil.which(runner_command(spec.target)[0]) or runner_command(spec.target)[0]
+        st = os.stat(exe)
+        text = f"{text} ({exe} {st.st_size} {st.st_mtime_ns})"
     return with_provider(recipe, text, spec, opts.runtime_threads)
 
 
