@@ -12,7 +12,6 @@ import json
 import os
 import resource
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        from harness.providers import PybindProvider, bundled_cases, check_program
+        from harness.providers import PybindProvider, RunOptions, bundled_cases, check_program
 
         path = Path(args.bundled_program or args.model_path)
         blob = path.read_bytes()
@@ -81,17 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         check_program(blob)
         if inputs is None:
             raise ValueError("--inputs is needed for a .pte")
-        PybindProvider.set_threads(args.threads)
-        t0 = time.perf_counter()
-        handle = PybindProvider.load(blob)
-        load_ms = (time.perf_counter() - t0) * 1000.0
-        latencies = []
-        outs: list[Any] = []
-        for i in range(args.warmup + max(1, args.iterations)):
-            t = time.perf_counter()
-            outs = PybindProvider.run(handle, inputs)
-            if i >= args.warmup:
-                latencies.append((time.perf_counter() - t) * 1000.0)
+        ex = PybindProvider().execute(blob, "pte", inputs, RunOptions(args.warmup, args.iterations, args.threads or None))
+        outs: list[Any] = ex.outputs
+        load_ms, latencies = ex.load_ms, ex.latencies_ms
         out_dir = Path(args.output_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         meta = []
