@@ -260,9 +260,11 @@ def validate(files: tuple[Path, ...]) -> None:
 @click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
 @click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
 @click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")
+@click.option("--readme-table", "readme", type=click.Path(path_type=Path),
+              help="Fill the accelerator × model and op × backend tables between the bti:models / bti:ops markers of this file.")
 @click.option("--quiet", is_flag=True)
 def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
-           quiet: bool) -> None:
+           readme: Path | None, quiet: bool) -> None:
     """Write JUnit XML, Markdown, CSV, badges and an HTML dashboard from a results JSONL. Never imports torch."""
     from harness.report import FORMATS, write_reports
 
@@ -278,7 +280,7 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     except ReportError as exc:  # the others were written: the job summary and outputs still follow
         failed, paths = exc, exc.paths
     latest: list[Any] = []
-    if coverage or github_output:
+    if coverage or github_output or readme:
         from harness.results import read_latest
 
         _, latest = read_latest(jsonl)  # read once for both
@@ -286,6 +288,11 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
         from harness.report import coverage as cov
 
         paths.update(cov.write(latest, out_dir))
+    if readme:
+        from harness.report.tables import update_readme
+
+        for name in update_readme(readme, latest):
+            paths[f"readme-{name}"] = readme
     if step_summary and "md" in paths:
         with step_summary.open("a", encoding="utf-8") as fh:
             fh.write(paths["md"].read_text(encoding="utf-8"))
@@ -438,6 +445,22 @@ def runner_build(output: Path | None) -> None:
 
     path = build(output)
     click.echo(str(path))
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("site"), show_default=True)
+@click.option("--keep-history", type=click.Path(path_type=Path), metavar="DIR",
+              help="Also keep a compact copy (.jsonl.gz) of every input run here: pass DIR again next time for the history.")
+@click.option("--title", default="bti portal", show_default=True)
+def portal(runs: tuple[Path, ...], out_dir: Path, keep_history: Path | None, title: str) -> None:
+    """Build a static site from many results files or directories (shards, recipes, days): the accelerator ×
+    model matrix, a page per item, history (pass rate, regressions, failure age against the 72-hour rule,
+    flakiness) and plots. No server, no network: open site/index.html or publish it on GitHub Pages."""
+    from harness.report.portal import build
+
+    site = build(list(runs), out_dir, keep_history, title)
+    click.echo(f"portal\t{site.index} ({site.items} items, {site.runs} runs, {site.columns} columns, {site.seconds:.1f} s)")
 
 
 @cli.command()

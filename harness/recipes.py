@@ -3,6 +3,7 @@
 ```yaml
 name: xnnpack-int8-static-per-channel
 description: XNNPACK, int8 static quantization (pt2e), per-channel weights
+setup: https://…/xnnpack.md                # optional: the accelerator's setup notes (linked from the portal)
 backend: executorch                 # a registered backend (harness.backends) or "module:Class"
 partitioners: [xnnpack]             # the backend's own options: it parses them (Backend.parse_options)
 quantize: {quantizer: xnnpack, per_channel: true, dynamic: false}
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 # Keys every recipe may have; anything else belongs to the backend, which parses it.
 RECIPE_KEYS = frozenset({
-    "name", "description", "backend", "dtypes", "shapes", "capabilities", "runtime", "requires", "tolerances",
+    "name", "description", "setup", "backend", "dtypes", "shapes", "capabilities", "runtime", "requires", "tolerances",
     "skip", "xfail", "expect",
 })
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
@@ -135,6 +136,7 @@ class Recipe:
     backend: str
     raw: dict[str, Any] = field(hash=False, compare=False)  # as written: its hash keys the cache
     description: str = ""
+    setup: str = ""  # a link to the accelerator's setup notes (the portal's column header links there)
     path: str = ""
     options: Any = field(default=None, hash=False, compare=False)  # the backend's frozen options object
     dtypes: tuple[str, ...] = ()
@@ -275,6 +277,7 @@ def parse_recipe(path: Path) -> Recipe:
         backend=backend,
         raw=_plain(raw),
         description=str(raw.get("description", "")),
+        setup=_setup_url(name, raw.get("setup")),
         path=str(path),
         options=options,
         options_error=options_error,
@@ -472,3 +475,12 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
+
+
+def _setup_url(name: str, value: Any) -> str:
+    if value is None:
+        return ""
+    s = str(value).strip()
+    if not s.startswith(("https://", "http://")) or any(c.isspace() for c in s):
+        raise RecipeError(f"recipe {name}: setup must be an http(s) URL, got {s[:80]!r}")
+    return s

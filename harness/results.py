@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
-from harness.errors import ResultsError
+from harness.errors import ResultsError, first_line
 from harness.status import Status
 
 SCHEMA = 1
@@ -178,12 +178,17 @@ class ResultsWriter:
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The lines of a results file; ``.gz`` files (the portal's history) are read through gzip."""
+    import gzip
+    import io
+
     try:
-        handle = path.open(encoding="utf-8")
+        handle: io.TextIOBase = (io.TextIOWrapper(gzip.open(path), encoding="utf-8") if path.suffix == ".gz"  # noqa: SIM115
+                                 else path.open(encoding="utf-8"))
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read results: {exc.strerror}") from None
     with handle:
-        for lineno, line in enumerate(handle, 1):
+        for lineno, line in _lines(path, handle):
             if not line.strip():
                 continue
             try:
@@ -197,6 +202,13 @@ def iter_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(obj, dict) or obj.get("kind") not in ("header", "result"):
                 raise ResultsError(f"{path}:{lineno}: not a bti header or result line")
             yield lineno, obj
+
+
+def _lines(path: Path, handle: Any) -> Iterator[tuple[int, str]]:
+    try:
+        yield from enumerate(handle, 1)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # a corrupt or truncated .gz, or bytes that are not UTF-8
+        raise ResultsError(f"{path}: cannot read results: {first_line(str(exc)) or type(exc).__name__}") from None
 
 
 def read_results(path: Path) -> tuple[Header, list[Record]]:

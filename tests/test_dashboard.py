@@ -64,7 +64,7 @@ def test_dashboard_is_complete_and_escaped(dashboard: Path) -> None:
     parsed.feed(text)
     assert len(parsed.rows) == 4 and parsed.cards == 2  # one row per case × axes, one card per recipe
     assert parsed.scripts == 1  # ours only: the injected <script> stayed text
-    assert INJECTED not in text and "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;" in text
+    assert INJECTED not in text and "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;" in text
     assert "2/4</b> passed" in text and "1 failing" in text  # xnnpack: PASS + PASS_UNDELEGATED; XFAIL expected
     assert "Failures (1)" in text
 

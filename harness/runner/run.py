@@ -116,7 +116,8 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
         "kind": "header", "schema": SCHEMA, "run_id": run_id,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "versions": vers, "recipes": {r.name: r.hash for r in recipes},
-        "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "unavailable": unavailable[r.name]}
+        "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "setup": r.setup,
+                               "unavailable": unavailable[r.name]}
                         for r in recipes},
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
         "control": control, "rerun_failures": opts.rerun_failures, "baseline": baseline,

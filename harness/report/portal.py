@@ -1,0 +1,306 @@
+"""``bti portal RUNS... -o site/``: a static site over many runs (no server, no network; GitHub Pages ready).
+
+* ``index.html``: per column (a recipe on a machine) the newest run's counts, the plots, the failures
+  past the 72-hour rule, and the matrix: suites and cases down, columns across. The matrix is data in
+  the page (JSON) drawn a page of rows at a time, so 50,000 items stay usable; filters (status, recipe,
+  op, model, text) live in the URL fragment.
+* ``history.html``: pass rate over time, regressions and fixes between consecutive runs, failure ages,
+  flips at the same versions.
+* ``items/<hash>.html``: one page per item of each column's newest run, everything its record holds
+  and the command that reproduces it.
+* ``history.json``, ``matrix.json``: the same data for other tools.
+
+Every page comes from a Jinja2 template with autoescape on; results text never becomes markup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shlex
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.errors import UserError
+from harness.report import history as hist
+from harness.report import plots
+from harness.report.runs import COMPACT_KEEP, Column, Run, columns, compact, load_runs
+from harness.report.templating import render
+from harness.results import Record, as_float, atomic_write_text, status_of
+from harness.status import Status
+
+STATUS_GROUPS = ("pass", "undelegated", "xfail", "skipped", "failing")
+T = TypeVar("T")
+
+
+def safe_url(value: Any) -> str:
+    """A link target from a results file or recipe: http(s) only (no ``javascript:``), else empty."""
+    s = str(value or "").strip()
+    return s if s.startswith(("https://", "http://")) and not any(c.isspace() for c in s) else ""
+
+
+def group_of(status: Status) -> str:
+    if status.is_failure:
+        return "failing"
+    if status is Status.PASS_UNDELEGATED:
+        return "undelegated"
+    if status is Status.XFAIL:
+        return "xfail"
+    if status.is_pass:
+        return "pass"
+    return "skipped"
+
+
+CHUNK = 200  # items per item page file (each drawn from the JSON in its page, chosen by the URL fragment)
+
+
+def item_key(column: Column, row: str) -> str:
+    return hashlib.sha1(f"{column.key}\0{row}".encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def reproduce(run: Run, rec: Record) -> str:
+    """The command that runs this one item again (every value shell-quoted: ids come from results)."""
+    axes = rec.get("axes") or {}
+    cmd = ["bti", "run", "-s", str(rec.get("suite") or "ops"), "-r", str(rec.get("recipe")), "-k", _glob_escape(str(rec.get("case") or rec["id"]))]
+    if axes.get("dtype"):
+        cmd += ["--dtype", str(axes["dtype"])]
+    if axes.get("shape"):
+        cmd += ["--shape", str(axes["shape"])]
+    up = run.header.get("upstream") or {}
+    if up.get("sha"):
+        cmd += ["--upstream-repo", str(up.get("repo") or ""), "--upstream-sha", str(up["sha"])]
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def install_line(run: Run) -> str:
+    v = run.header.get("versions") or {}
+    pins = [f"{p}=={v[p]}" for p in ("torch", "executorch") if v.get(p) and v[p] != "?"]
+    return "pip install " + " ".join(shlex.quote(p) for p in pins) if pins else ""
+
+
+@dataclass
+class Site:
+    index: Path
+    items: int
+    runs: int
+    columns: int
+    seconds: float
+
+
+def _worst_abs(rec: Record) -> float | None:
+    vals = []
+    for o in _list(rec.get("outputs")):
+        if not isinstance(o, dict):
+            continue
+        try:
+            v = as_float(o.get("max_abs"))
+        except (TypeError, ValueError):
+            continue
+        if v is not None:
+            vals.append(v if not math.isnan(v) else math.inf)
+    return max(vals) if vals else None
+
+
+def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, title: str = "bti portal") -> Site:
+    t0 = time.perf_counter()
+    runs = load_runs(inputs)
+    if not runs:
+        raise UserError("no runs in the inputs")
+    if keep_history is not None:
+        try:
+            keep_history.mkdir(parents=True, exist_ok=True)
+            for run in runs:
+                compact(run, keep_history)
+        except OSError as exc:
+            raise UserError(f"{keep_history}: cannot write the history copies: {exc.strerror}") from None
+    cols = columns(runs)
+    now = max(r.created for r in runs)
+    histories = {c: hist.column_history(c, rs, now) for c, rs in cols.items()}
+    info: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for name, i in (run.header.get("recipe_info") or {}).items():
+            if isinstance(i, dict):
+                info[name] = {**info.get(name, {}), **i}
+    colkeys = list(cols)
+
+    # the matrix: one row per (suite, case[axes]); one cell per column, from that column's newest run
+    rows: dict[str, dict[str, Any]] = {}
+    cells: dict[str, list[Any]] = defaultdict(lambda: [None] * len(colkeys))
+    col_meta: list[dict[str, Any]] = []
+    counts_by_col: dict[str, Counter[str]] = {}
+    sqnr: list[float] = []
+    buckets: Counter[str] = Counter()
+    ratios: dict[str, list[float]] = defaultdict(list)
+    delegated: dict[str, float] = {}
+    links: dict[tuple[Column, str], str] = {}
+    chunks: dict[str, tuple[Column, Run, list[tuple[str, Record]]]] = {}
+    for ci, col in enumerate(colkeys):
+        run, recs = cols[col][-1]
+        for pos, row in enumerate(sorted(recs)):
+            name = f"c{ci}-{pos // CHUNK}.html"
+            chunks.setdefault(name, (col, run, []))[2].append((row, recs[row]))
+            links[(col, row)] = f"items/{name}#{item_key(col, row)}"
+    nitems = 0
+    for ci, col in enumerate(colkeys):
+        run, recs = cols[col][-1]
+        h = histories[col]
+        counts: Counter[str] = Counter()
+        nitems += len(recs)
+        for row, rec in recs.items():
+            st = status_of(rec)
+            counts[st.value] += 1
+            group = group_of(st)
+            meta = rows.setdefault(row, {"suite": str(rec.get("suite") or ""), "op": str(rec.get("op") or ""),
+                                         "model": "" if rec.get("op") else str(rec.get("case") or row.split("[")[0])})
+            flags = []
+            if row in h.ages and h.ages[row].overdue:
+                flags.append("overdue")
+            if row in h.flaky or st is Status.FLAKY:
+                flags.append("flaky")
+            cells[row][ci] = [st.value, group, links[(col, row)], " ".join(flags)]
+            worst = _worst_abs(rec)
+            if worst is not None:
+                buckets[plots.bucket_of(worst)] += 1
+            for o in _list(rec.get("outputs")):
+                if not isinstance(o, dict):
+                    continue
+                try:
+                    v = as_float(o.get("sqnr_db"))
+                except (TypeError, ValueError):
+                    continue
+                if v is not None and not math.isnan(v):
+                    sqnr.append(v)
+            ratio = _dict(rec.get("baseline")).get("latency_ratio")
+            if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0 and math.isfinite(ratio):
+                ratios[col.key].append(float(ratio))
+            part = _dict(rec.get("partition"))
+            total = part.get("total_nodes")
+            if meta["model"] and isinstance(total, int) and total > 0 and isinstance(part.get("delegated_nodes"), int):
+                delegated[f"{row} · {col.recipe}"] = 100.0 * part["delegated_nodes"] / total
+        counts_by_col[col.key] = counts
+        i = info.get(col.recipe, {})
+        col_meta.append({"key": col.key, "recipe": col.recipe, "machine": col.machine, "run": run.run_id,
+                         "created": run.created.strftime("%Y-%m-%d %H:%M UTC"), "under_test": run.under_test,
+                         "setup": safe_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
+                         "description": str(i.get("description") or ""), "runs": len(cols[col]),
+                         "counts": dict(sorted(counts.items())), "groups": dict(Counter(group_of(Status(s)) for s in counts.elements())),
+                         "passed": sum(n for s, n in counts.items() if Status(s).is_pass),
+                         "failing": sum(n for s, n in counts.items() if Status(s).is_failure),
+                         "total": sum(counts.values()), "overdue": len(h.overdue)})
+
+    order = sorted(rows, key=lambda r: (rows[r]["suite"], r))
+    data = {"columns": [c["key"] for c in col_meta],
+            "rows": [[r, rows[r]["suite"], rows[r]["op"], rows[r]["model"], cells[r]] for r in order]}
+    plot_args = ({c["key"]: c["groups"] for c in col_meta}, dict(ratios), dict(buckets), sqnr, dict(sorted(delegated.items())),
+                 {c.key: [(p.run.created, p.rate) for p in h.points] for c, h in histories.items()})
+    pending = _start(_plots, plot_args)  # matplotlib draws in a forked child while the pages render
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "items").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{out_dir}: cannot create the site directory: {exc.strerror}") from None
+    overdue = [{"column": c.key, "row": a.row, "text": a.describe(), "page": links[(c, a.row)]}
+               for c, h in histories.items() for a in h.overdue]
+    common: dict[str, Any] = {"title": title, "generated": now.strftime("%Y-%m-%d %H:%M UTC"), "nruns": len(runs)}
+    ops = sorted({m["op"] for m in rows.values() if m["op"]})
+    models = sorted({m["model"] for m in rows.values() if m["model"]})
+    try:
+        atomic_write_text(out_dir / "history.json", json.dumps([hist.summary(h) for h in histories.values()], indent=1))
+        atomic_write_text(out_dir / "matrix.json", json.dumps(data, separators=(",", ":")))
+        for name, (col, run, items) in chunks.items():
+            atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col,
+                                                               data=_chunk(col, run, items, cols[col], histories[col])))
+        svg = pending()
+        atomic_write_text(out_dir / "index.html", render(
+            "portal/index.html.j2", js="portal.js", **common, columns=col_meta, data=data, svg=svg, overdue=overdue, ops=ops,
+            models=models, fix_hours=int(hist.FIX_WITHIN.total_seconds() // 3600), nitems=nitems))
+        atomic_write_text(out_dir / "history.html", render(
+            "portal/history.html.j2", **common, histories=[_history_view(c, h, links) for c, h in histories.items()], svg=svg))
+    except OSError as exc:
+        raise UserError(f"{out_dir}: cannot write the site: {exc.strerror} (the inputs are untouched)") from None
+    return Site(out_dir / "index.html", nitems, len(runs), len(colkeys), time.perf_counter() - t0)
+
+
+def _plots(args: tuple[Any, ...]) -> dict[str, str | None]:
+    outcomes, ratios, buckets, sqnr, delegated, rate = args
+    return {"outcomes": plots.outcomes(outcomes), "latency": plots.latency_cdf(ratios), "errors": plots.errors(buckets, sqnr),
+            "delegated": plots.delegated(delegated), "rate": plots.pass_rate(rate)}
+
+
+def _start(fn: Callable[[Any], T], arg: Any) -> Callable[[], T]:
+    """Run ``fn(arg)`` in a forked child (the second core draws while this one renders); in process when
+    a child cannot be had. The returned callable waits for the result."""
+    import concurrent.futures
+    import multiprocessing
+
+    try:
+        pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+        future = pool.submit(fn, arg)
+    except (OSError, ValueError):
+        result = fn(arg)
+        return lambda: result
+
+    def wait() -> T:
+        try:
+            return future.result()
+        except concurrent.futures.process.BrokenProcessPool:
+            return fn(arg)  # the child died (out of memory, killed): draw here instead
+        finally:
+            pool.shutdown()
+    return wait
+
+
+def _chunk(col: Column, run: Run, items: list[tuple[str, Record]], history: list[tuple[Run, dict[str, Record]]],
+           h: hist.ColumnHistory) -> dict[str, Any]:
+    """One item page's data: its items' records (the fields the portal shows, the trace cut to its tail)
+    with their reproduce command, failure age and status in each run of the column."""
+    runs = [[r.run_id, r.created.strftime("%Y-%m-%d %H:%M"), r.under_test] for r, _ in history]
+    out: dict[str, Any] = {}
+    install = install_line(run)
+    for row, rec in items:
+        st = status_of(rec)
+        slim: dict[str, Any] = {k: rec[k] for k in COMPACT_KEEP if k in rec}  # type: ignore[literal-required]
+        err = _dict(rec.get("error"))
+        if err:
+            trace = str(err.get("trace") or "")
+            slim["error"] = {"type": str(err.get("type", "")), "message": str(err.get("message", ""))[:4000],
+                             "trace": ("…" + trace[-4000:]) if len(trace) > 4000 else trace}
+        slim["delegate_blobs"] = _list(rec.get("delegate_blobs"))
+        age = h.ages.get(row)
+        out[item_key(col, row)] = {
+            "row": row, "status": st.value, "group": group_of(st), "rec": slim, "command": reproduce(run, rec), "install": install,
+            "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
+            "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],
+        }
+    return {"column": col.key, "run": run.run_id, "under_test": run.under_test, "runs": runs, "items": out}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _history_view(col: Column, h: hist.ColumnHistory, links: dict[tuple[Column, str], str]) -> dict[str, Any]:
+    return {
+        "key": col.key,
+        "points": [{"created": p.run.created.strftime("%Y-%m-%d %H:%M"), "run": p.run.run_id, "under_test": p.run.under_test,
+                    "passed": p.passed, "ran": p.ran, "failed": p.failed, "rate": p.rate} for p in reversed(h.points)],
+        "changes": [{"from": a.run_id, "to": b.run_id, "when": b.created.strftime("%Y-%m-%d %H:%M"), "under_test": b.under_test,
+                     "broke": [(r, links.get((col, r), "")) for r in broke], "fixed": fixed}
+                    for a, b, broke, fixed in reversed(h.changes)],
+        "ages": [{"row": a.row, "text": a.describe(), "overdue": a.overdue, "page": links[(col, a.row)]}
+                 for a in sorted(h.ages.values(), key=lambda a: -a.age)],
+        "flaky": sorted(h.flaky.items()),
+    }

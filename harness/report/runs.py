@@ -1,0 +1,194 @@
+"""Many results files as runs over time: what ``bti portal`` and the history read (torch-free).
+
+A *run* is one ``bti run`` (or the shards of one CI run, joined here as ``bti merge`` would). A
+*column* is one recipe on one machine: runs from different machines never mix in a column, because
+their header names a different CPU (or the recipe a different device). The runs of a column, oldest
+first, are its history.
+
+Inputs may be ``results.jsonl`` files, their ``.jsonl.gz`` history copies (``compact``) and
+directories, searched recursively for both.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.results import Header, Record, dumps, latest_by_id, read_results
+
+# A shard joins a run when the other shards share its signature and it started within this long of them.
+SHARD_WINDOW_S = 6 * 3600
+# What a history copy keeps of a record: enough for the matrix, history, item pages and plots.
+COMPACT_KEEP = ("kind", "schema", "id", "case", "suite", "op", "tags", "recipe", "backend", "axes", "status", "detail",
+                "triage", "xfail", "partition", "outputs", "accuracy", "latency_ms", "load_ms", "pte_bytes", "stages",
+                "baseline", "runtime", "tolerance", "attempts", "duration_s")
+
+
+@dataclass
+class Run:
+    header: Header
+    records: list[Record]
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.header.get("run_id") or "?")
+
+    @property
+    def created(self) -> datetime:
+        return parse_time(self.header.get("created"))
+
+    @property
+    def machine(self) -> str:
+        v = self.header.get("versions") or {}
+        return str(v.get("cpu") or v.get("os") or "unknown machine")
+
+    @property
+    def versions_key(self) -> str:
+        """The software under test: runs with equal keys should agree (a flip between them is flakiness)."""
+        v = self.header.get("versions") or {}
+        up = self.header.get("upstream") or {}
+        return json.dumps([v.get("torch"), v.get("executorch"), v.get("bti"), up.get("repo"), up.get("sha")])
+
+    @property
+    def under_test(self) -> str:
+        """``executorch@abc123def456`` (a dispatched upstream commit) or ``executorch 1.4.1``."""
+        up = self.header.get("upstream") or {}
+        if up.get("sha"):
+            return f"{str(up.get('repo') or 'upstream').rsplit('/', 1)[-1]}@{str(up['sha'])[:12]}"
+        v = self.header.get("versions") or {}
+        return f"executorch {v.get('executorch', '?')} · torch {v.get('torch', '?')}"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One recipe on one machine (device): a column of the matrix."""
+
+    recipe: str
+    machine: str
+    device: str = ""  # the recipe's accelerator, when its records name one
+
+    @property
+    def key(self) -> str:
+        return f"{self.recipe} @ {self.device or self.machine}"
+
+
+def parse_time(value: Any) -> datetime:
+    try:
+        t = datetime.fromisoformat(str(value))
+    except ValueError:
+        return datetime.fromtimestamp(0, UTC)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def find_files(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and (f.name.endswith(".jsonl") or f.name.endswith(".jsonl.gz"))))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise UserError(f"{p}: no such file or directory")
+    if not out:
+        raise UserError(f"no results files (*.jsonl, *.jsonl.gz) in {', '.join(map(str, paths))}")
+    return out
+
+
+def _signature(h: Header) -> str:
+    argv = [a for a in (h.get("argv") or []) if not str(a).startswith("--shard")]
+    shard = str(h.get("shard") or "")
+    return json.dumps([h.get("versions"), h.get("upstream"), sorted(h.get("recipes") or {}), h.get("suites"),
+                       shard.split("/")[-1], argv], sort_keys=True, default=str)
+
+
+def load_runs(paths: list[Path]) -> list[Run]:
+    """Every run in ``paths``, oldest first. Shards of one CI run are joined; the same run given twice
+    (a results file and its history copy) counts once."""
+    files = find_files(paths)
+    runs: list[Run] = []
+    seen: set[str] = set()
+    open_shards: dict[str, list[tuple[Run, set[str]]]] = defaultdict(list)
+    loaded = [(f, *read_results(f)) for f in files]
+    loaded.sort(key=lambda t: (parse_time(t[1].get("created")), str(t[0])))
+    # a merged file and the shards it was merged from: the merged one stands for them
+    merged = {str(m.get("run_id")) for _, h, _ in loaded if not h.get("shard")
+              for m in (h.get("merged_from") or []) if isinstance(m, dict)}
+    for path, header, records in loaded:
+        rid = str(header.get("run_id"))
+        if rid in seen or (header.get("shard") and rid in merged):
+            continue
+        seen.add(rid)
+        shard = header.get("shard")
+        if shard:
+            sig = _signature(header)
+            joined = False
+            for run, shards in open_shards[sig]:
+                if shard not in shards and abs((parse_time(header.get("created")) - run.created).total_seconds()) <= SHARD_WINDOW_S:
+                    shards.add(shard)
+                    run.records.extend(records)
+                    run.sources.append(str(path))
+                    run.header.setdefault("merged_from", []).append({"run_id": rid, "shard": shard})
+                    joined = True
+                    break
+            if joined:
+                continue
+            run = Run(dict(header), list(records), [str(path)])  # type: ignore[arg-type]
+            run.header["merged_from"] = [{"run_id": rid, "shard": shard}]
+            open_shards[sig].append((run, {shard}))
+            runs.append(run)
+            continue
+        runs.append(Run(header, records, [str(path)]))
+    for run in runs:
+        run.records = list(latest_by_id(run.records).values())
+    runs.sort(key=lambda r: (r.created, r.run_id))
+    return runs
+
+
+def column_of(run: Run, rec: Record) -> Column:
+    return Column(str(rec.get("recipe", "?")), run.machine, str(rec.get("device") or ""))
+
+
+def columns(runs: list[Run]) -> dict[Column, list[tuple[Run, dict[str, Record]]]]:
+    """Each column's runs, oldest first, with that run's records of the column keyed by row (the id without
+    ``@recipe``)."""
+    out: dict[Column, list[tuple[Run, dict[str, Record]]]] = defaultdict(list)
+    for run in runs:
+        per: dict[Column, dict[str, Record]] = defaultdict(dict)
+        for rec in run.records:
+            per[column_of(run, rec)][row_of(rec)] = rec
+        for col, recs in per.items():
+            out[col].append((run, recs))
+    return dict(sorted(out.items(), key=lambda kv: kv[0].key))
+
+
+def row_of(rec: Record) -> str:
+    return str(rec["id"]).rsplit("@", 1)[0]
+
+
+def compact(run: Run, dest_dir: Path) -> Path:
+    """Write a history copy of ``run``: a gzipped results file of the fields the portal reads (errors'
+    traces and artifacts dropped), named by its time and run id. Returns the path (kept if present)."""
+    from harness.results import atomic_write_bytes
+
+    stamp = run.created.strftime("%Y%m%dT%H%M%SZ")
+    safe_id = "".join(c for c in run.run_id if c.isalnum())[:32] or "run"
+    path = dest_dir / f"{stamp}-{safe_id}.jsonl.gz"
+    if path.exists():
+        return path
+    lines = [dumps(run.header)]
+    for rec in run.records:
+        slim = {k: rec[k] for k in COMPACT_KEEP if k in rec}  # type: ignore[literal-required]
+        err = rec.get("error")
+        if isinstance(err, dict):
+            slim["error"] = {"type": str(err.get("type", "")), "message": str(err.get("message", ""))[:2000],
+                             "trace": str(err.get("trace", ""))[-2000:]}
+        lines.append(dumps(slim))
+    atomic_write_bytes(path, gzip.compress(("\n".join(lines) + "\n").encode("utf-8", "replace"), mtime=0))
+    return path

@@ -1,0 +1,224 @@
+"""``bti portal`` and ``bti report --readme-table``: many runs → a static site, checked from the files and in
+a real headless Chromium (DevTools protocol: network requests, console, real clicks, a screenshot)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.report.runs import load_runs
+
+INJECTED = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
+MACHINE_A, MACHINE_B = "Vendor NPU host", "Other host"
+
+
+def _header(run_id: str, day: int, executorch: str = "1.4.1", cpu: str = MACHINE_A, shard: str | None = None,
+            recipes: tuple[str, ...] = ("portable", "xnnpack")) -> dict:
+    return {"kind": "header", "schema": 1, "run_id": run_id, "created": f"2026-11-{day:02d}T03:00:00+00:00",
+            "versions": {"torch": "2.13.0", "executorch": executorch, "bti": "0.1.0", "cpu": cpu},
+            "recipes": {r: "h" for r in recipes}, "suites": ["ops", "models"], "shard": shard, "argv": ["run"],
+            "recipe_info": {"xnnpack": {"backend": "executorch", "setup": "https://example.com/xnnpack-setup"},
+                            "portable": {"backend": "executorch", "setup": "javascript:alert(1)"}}}
+
+
+def _rec(case: str, recipe: str, status: str, op: str | None = "aten::add.Tensor", **extra: object) -> dict:
+    return {"kind": "result", "schema": 1, "id": f"{case}[float32,static]@{recipe}", "case": case, "recipe": recipe,
+            "suite": "ops" if op else "models", "op": op, "status": status, "axes": {"dtype": "float32", "shape": "static"},
+            "detail": "", "backend": "executorch", **extra}
+
+
+def _write(path: Path, header: dict, recs: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in [header, *recs]))
+    return path
+
+
+def _day(day: int, add_status: str, conv_status: str, flip: str = "PASS", executorch: str = "1.4.1") -> list[dict]:
+    return [
+        _rec("op.add.a", "xnnpack", add_status, outputs=[{"name": "output[0]", "max_abs": 1e-7, "sqnr_db": 80.0}],
+             partition={"total_nodes": 3, "delegated_nodes": 3}, baseline={"latency_ratio": 0.5}, stages={"lower": 0.2}),
+        _rec("op.add.a", "portable", "PASS"),
+        _rec("op.conv.b", "xnnpack", conv_status, op="aten::convolution.default", detail=INJECTED,
+             error={"type": "RuntimeError", "message": INJECTED, "trace": "Traceback …\n" + "x" * 9000}),
+        _rec("op.conv.b", "portable", "PASS", op="aten::convolution.default"),
+        _rec("op.flip.c", "xnnpack", flip, op="aten::flip.default"),
+        _rec("model.mlp", "xnnpack", "PASS", op=None, partition={"total_nodes": 10, "delegated_nodes": 7},
+             accuracy={"top1_agreement": 1.0}),
+    ]
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("runs")
+    # day 10: all pass; day 11 (two shards of one CI run): conv breaks, flip fails; day 14: conv still broken, flip
+    # passes again at the same versions (flaky); a newer executorch on day 15 (a failing add: a regression)
+    _write(d / "d10.jsonl", _header("r10", 10), _day(10, "PASS", "PASS"))
+    recs11 = _day(11, "PASS", "FAIL_LOWER", flip="FAIL_MISMATCH")
+    _write(d / "d11" / "shard1.jsonl", _header("r11a", 11, shard="1/2"), recs11[:3])
+    _write(d / "d11" / "shard2.jsonl", _header("r11b", 11, shard="2/2"), recs11[3:])
+    _write(d / "d14.jsonl", _header("r14", 14), _day(14, "PASS", "FAIL_LOWER"))
+    _write(d / "d15.jsonl", _header("r15", 15, executorch="1.5.0"), _day(15, "FAIL_MISMATCH", "FAIL_LOWER"))
+    # another machine: its own columns, never mixed with the first machine's history
+    _write(d / "other.jsonl", _header("o15", 15, cpu=MACHINE_B, recipes=("xnnpack",)), [_rec("op.add.a", "xnnpack", "XFAIL")])
+    return d
+
+
+@pytest.fixture(scope="module")
+def site(runs_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from harness.cli import main
+
+    out = tmp_path_factory.mktemp("site")
+    assert main(["portal", str(runs_dir), "-o", str(out), "--keep-history", str(out.parent / "history")]) == 0
+    return out
+
+
+def _json_in(page: Path) -> dict:
+    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', page.read_text(), re.S)
+    assert m is not None
+    return json.loads(m.group(1))
+
+
+def test_runs_shards_machines_and_history(runs_dir: Path) -> None:
+    runs = load_runs([runs_dir])
+    assert [r.run_id for r in runs] == ["r10", "r11a", "r14", "o15", "r15"] or [r.run_id for r in runs] == ["r10", "r11a", "r14", "r15", "o15"]
+    day11 = next(r for r in runs if r.run_id == "r11a")
+    assert len(day11.records) == 6 and len(day11.sources) == 2  # the two shards are one run
+    from harness.report import history
+    from harness.report.runs import columns
+
+    cols = columns(runs)
+    assert sorted(c.key for c in cols) == [f"portable @ {MACHINE_A}", f"xnnpack @ {MACHINE_B}", f"xnnpack @ {MACHINE_A}"]
+    xnn = next(c for c in cols if c.key == f"xnnpack @ {MACHINE_A}")
+    h = history.column_history(xnn, cols[xnn], max(r.created for r in runs))
+    assert [round(p.rate) for p in h.points] == [100, 50, 75, 50]
+    broke, fixed = [c[2] for c in h.changes], [c[3] for c in h.changes]
+    assert broke == [["op.conv.b[float32,static]", "op.flip.c[float32,static]"], [], ["op.add.a[float32,static]"]]
+    assert fixed == [[], ["op.flip.c[float32,static]"], []]
+    conv = h.ages["op.conv.b[float32,static]"]
+    assert conv.since.run_id == "r11a" and conv.streak == 3 and conv.overdue and conv.last_pass.run_id == "r10"
+    assert "failing for 4 days (3 runs), since executorch 1.4.1" in conv.describe()
+    add = h.ages["op.add.a[float32,static]"]
+    assert not add.overdue and "since executorch 1.5.0" in add.describe()
+    # r10, r11, r14: same versions; conv broke once and stayed broken (not a flip back)
+    assert h.flaky == {"op.flip.c[float32,static]": ["FAIL_MISMATCH", "PASS"]}
+
+
+def test_portal_pages_counts_and_escaping(site: Path, runs_dir: Path) -> None:
+    index = (site / "index.html").read_text()
+    data = _json_in(site / "index.html")
+    assert data["columns"] == [f"portable @ {MACHINE_A}", f"xnnpack @ {MACHINE_B}", f"xnnpack @ {MACHINE_A}"]
+    # the cards' counts are the newest run's JSONL counts per column
+    newest = [json.loads(x) for x in (runs_dir / "d15.jsonl").read_text().splitlines()[1:]]
+    want = Counter(r["recipe"] for r in newest)
+    for recipe in ("portable", "xnnpack"):
+        m = re.search(rf'data-column="{recipe} @ {MACHINE_A}" data-total="(\d+)" data-passed="(\d+)" data-failing="(\d+)"', index)
+        assert m is not None
+        recs = [r for r in newest if r["recipe"] == recipe]
+        assert int(m.group(1)) == want[recipe] and int(m.group(3)) == sum(r["status"].startswith("FAIL") for r in recs)
+    assert 'href="https://example.com/xnnpack-setup"' in index and "javascript:" not in index  # only http(s) setup links
+    assert "Failing past 72 hours (1)" in index
+    for page in [site / "index.html", site / "history.html", *sorted((site / "items").iterdir())]:
+        text = page.read_text()
+        assert INJECTED not in text and "<img src=x" not in text  # the JSON in a page escapes < and >
+        assert "Content-Security-Policy" in text and "'unsafe-inline'" not in text.split("script-src")[1].split(";")[0]
+    for key in ("outcomes", "rate", "latency", "errors", "delegated"):
+        assert re.search(rf'<figure id="plot-{key}"><svg', index), key  # each plot drawn inline, no data: none missing
+    hist = json.loads((site / "history.json").read_text())
+    xnn = next(h for h in hist if h["column"] == f"xnnpack @ {MACHINE_A}")
+    assert xnn["failing"]["op.conv.b[float32,static]"]["overdue"] is True and xnn["regressions"][-1]["broke"] == ["op.add.a[float32,static]"]
+    assert list(xnn["flaky"]) == ["op.flip.c[float32,static]"]
+    item = next(p for p in (site / "items").iterdir() if "op.conv.b" in p.read_text() and "xnnpack" in _json_in(p)["column"]
+                and MACHINE_A in _json_in(p)["column"])
+    rec = next(v for v in _json_in(item)["items"].values() if v["row"] == "op.conv.b[float32,static]")
+    assert rec["status"] == "FAIL_LOWER" and len(rec["rec"]["error"]["trace"]) <= 4001 and rec["rec"]["error"]["trace"].endswith("x")
+    assert rec["command"] == "bti run -s ops -r xnnpack -k op.conv.b --dtype float32 --shape static"
+    assert [t[1] for t in rec["trail"]] == ["PASS", "FAIL_LOWER", "FAIL_LOWER", "FAIL_LOWER"]
+
+
+def test_history_copies_rebuild_the_same_site(site: Path, tmp_path: Path) -> None:
+    from harness.cli import main
+
+    copies = sorted((site.parent / "history").iterdir())
+    assert len(copies) == 5 and all(p.name.endswith(".jsonl.gz") for p in copies)  # the two shards: one copy
+    assert main(["portal", str(site.parent / "history"), "-o", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "matrix.json").read_text() == (site / "matrix.json").read_text()
+    assert json.loads((tmp_path / "again" / "history.json").read_text()) == json.loads((site / "history.json").read_text())
+
+
+def test_portal_bad_inputs_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    bad_gz = tmp_path / "bad.jsonl.gz"
+    bad_gz.write_bytes(gzip.compress(b'{"kind": "header"}\n')[:20])
+    other = tmp_path / "notes.jsonl"
+    other.write_text('{"hello": 1}\n')
+    for args in (["portal", str(tmp_path / "missing")], ["portal", str(bad_gz)], ["portal", str(other)], ["portal", str(tmp_path / "empty")]):
+        (tmp_path / "empty").mkdir(exist_ok=True)
+        assert main([*args, "-o", str(tmp_path / "site")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bti: error: ") and len(err.strip().splitlines()) <= 2 and "Traceback" not in err
+
+
+def test_readme_tables(tmp_path: Path, runs_dir: Path) -> None:
+    from harness.cli import main
+
+    hostile = _rec("model.<!-- bti:models:end -->@x", "xnnpack", "FAIL_RUN", op=None)
+    results = _write(tmp_path / "r.jsonl", _header("r", 15), [*_day(15, "FAIL_MISMATCH", "FAIL_LOWER"), hostile])
+    readme = tmp_path / "README.md"
+    readme.write_text("# Vendor\nkeep me\n<!-- bti:models:begin -->\nold\n<!-- bti:models:end -->\nmiddle\n"
+                      "<!-- bti:ops:begin --><!-- bti:ops:end -->\ntail\n")
+    for _ in range(2):  # idempotent: a second run finds the same markers
+        assert main(["report", str(results), "-o", str(tmp_path / "out"), "--format", "md", "--readme-table", str(readme), "--quiet"]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Vendor\nkeep me\n") and "\nmiddle\n" in text and text.endswith("tail\n") and "old" not in text
+    assert text.count("<!-- bti:models:end -->") == 1 and text.count("<!-- bti:models:begin -->") == 1
+    assert "| model.mlp | — | ✅ |" in text  # portable ran no model: —
+    assert "| aten::convolution.default | ✅ 1/1 | ❌ 0/1 |" in text and "| aten::add.Tensor | ✅ 1/1 | ❌ 0/1 |" in text
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers\n")
+    assert main(["report", str(results), "-o", str(tmp_path / "out"), "--format", "md", "--readme-table", str(plain), "--quiet"]) == 2
+    assert plain.read_text() == "no markers\n"
+
+
+@pytest.mark.slow
+def test_portal_in_a_browser(site: Path, tmp_path: Path) -> None:
+    from tests.cdp import Browser
+
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.goto(site.joinpath("index.html").as_uri())
+        data = _json_in(site / "index.html")
+        assert browser.eval("document.getElementById('shown').textContent") == f"{len(data['rows'])} of {len(data['rows'])} rows match"
+        assert browser.eval("document.querySelectorAll('#matrix tbody tr').length") == len(data["rows"])
+        # the cards show the JSONL's counts; the plots are inline SVG
+        assert browser.eval("document.querySelectorAll('.plots svg').length") == 5
+        browser.screenshot(tmp_path / "portal.png")
+        assert (tmp_path / "portal.png").stat().st_size > 10_000
+        # filtering hides rows, and the filter lands in the URL
+        browser.eval("var s=document.getElementById('status'); s.value='failing'; s.dispatchEvent(new Event('change'))")
+        rows = browser.eval("Array.from(document.querySelectorAll('#matrix tbody tr')).map(function(r){return r.dataset.row})")
+        assert sorted(rows) == ["op.add.a[float32,static]", "op.conv.b[float32,static]"]
+        assert "status=failing" in browser.eval("location.hash")
+        browser.goto(site.joinpath("index.html").as_uri() + "#q=mlp")
+        assert browser.eval("document.getElementById('shown').textContent").startswith("1 of ")
+        browser.goto(site.joinpath("index.html").as_uri() + "#status=failing&recipe=2")
+        # a real click on the conv cell opens its page, which shows the record
+        browser.click("#matrix tbody tr[data-row='op.conv.b[float32,static]'] a")
+        browser.wait_for("location.pathname.indexOf('/items/') >= 0 && !!document.getElementById('status')")
+        browser.pump(0.5)
+        assert browser.eval("document.getElementById('status').textContent") == "FAIL_LOWER"
+        assert browser.eval("document.getElementById('command').textContent").endswith("-k op.conv.b --dtype float32 --shape static")
+        assert browser.eval("document.title") != "pwned" and browser.eval("document.querySelectorAll('img').length") == 0
+        browser.screenshot(tmp_path / "item.png")
+        browser.goto(site.joinpath("history.html").as_uri())
+        assert "failing for 4 days" in browser.eval("document.body.textContent")
+    finally:
+        browser.close()
+    assert not browser.exceptions, browser.exceptions
+    assert not [c for c in browser.console if c[0] in ("error", "warning")], browser.console
+    assert browser.requests and all(u.startswith("file://") for u in browser.requests), browser.requests
