@@ -452,14 +452,16 @@ def runner_build(output: Path | None) -> None:
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("site"), show_default=True)
 @click.option("--keep-history", type=click.Path(path_type=Path), metavar="DIR",
               help="Also keep a compact copy (.jsonl.gz) of every input run here: pass DIR again next time for the history.")
+@click.option("--history-days", type=click.FloatRange(1), default=90, show_default=True,
+              help="With --keep-history: drop copies of runs older than this (before the newest run).")
 @click.option("--title", default="bti portal", show_default=True)
-def portal(runs: tuple[Path, ...], out_dir: Path, keep_history: Path | None, title: str) -> None:
+def portal(runs: tuple[Path, ...], out_dir: Path, keep_history: Path | None, history_days: float, title: str) -> None:
     """Build a static site from many results files or directories (shards, recipes, days): the accelerator ×
     model matrix, a page per item, history (pass rate, regressions, failure age against the 72-hour rule,
     flakiness) and plots. No server, no network: open site/index.html or publish it on GitHub Pages."""
     from harness.report.portal import build
 
-    site = build(list(runs), out_dir, keep_history, title)
+    site = build(list(runs), out_dir, keep_history, title, history_days)
     click.echo(f"portal\t{site.index} ({site.items} items, {site.runs} runs, {site.columns} columns, {site.seconds:.1f} s)")
 
 

@@ -253,3 +253,36 @@ def test_fetch_base_takes_the_newest_artifact_of_the_base_branch(fake: FakeGitHu
               "--no-base-reason", "no unexpired bti-other-merged artifact from a run on main", env=env)
     assert res.code == 0, res.err
     assert "_No base results to compare against: no unexpired bti-other-merged artifact from a run on main._" in fake.comments[5][0]["body"]
+
+
+def test_fetch_history_then_portal_keeps_history(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    """The periodic workflow's portal job: the previous run's history copies come back from its artifact (names
+    checked: no path escapes the directory), the portal adds this run and prunes what is past --history-days."""
+    import gzip
+    import json
+
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    golden = (GOLDEN / "results.jsonl").read_text().splitlines()
+    header = json.loads(golden[0])
+
+    def copy(run_id: str, created: str) -> bytes:
+        lines = [json.dumps({**header, "run_id": run_id, "created": created}), *golden[1:]]
+        return gzip.compress(("\n".join(lines) + "\n").encode())
+
+    fake.add_artifact("bti-portal-history", "main", {
+        "20260101T000000Z-ancient.jsonl.gz": copy("ancient", "2026-01-01T00:00:00+00:00"),
+        "20261120T031700Z-prev.jsonl.gz": copy("prev", "2026-11-20T03:17:00+00:00"),
+        "../../escape.jsonl.gz": b"x", "notes.txt": b"not history"})
+    res = bti("fetch-history", "--repo", fake.repo, "--name", "bti-portal-history", "--branch", "main", "-o", str(tmp_path / "history"), env=env)
+    assert res.code == 0, res.err
+    assert sorted(p.name for p in (tmp_path / "history").iterdir()) == ["20260101T000000Z-ancient.jsonl.gz", "20261120T031700Z-prev.jsonl.gz"]
+    assert not (tmp_path / "escape.jsonl.gz").exists()
+    now = tmp_path / "now.jsonl"
+    now.write_text("\n".join([json.dumps({**header, "run_id": "today", "created": "2026-11-21T03:17:00+00:00"}), *golden[1:]]) + "\n")
+    res = bti("portal", str(tmp_path / "history"), str(now), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "history"))
+    assert res.code == 0, res.err
+    assert "3 runs" in res.out  # the portal saw all three ...
+    kept = sorted(p.name for p in (tmp_path / "history").iterdir())
+    assert kept == ["20261120T031700Z-prev.jsonl.gz", "20261121T031700Z-today.jsonl.gz"]  # ... and keeps 90 days
+    none = bti("fetch-history", "--repo", fake.repo, "--name", "bti-nothing", "--branch", "main", "-o", str(tmp_path / "h2"), env=env)
+    assert none.code == 0 and none.out.strip() == "history: none (no unexpired bti-nothing artifact from a run on main)"

@@ -276,6 +276,17 @@ def fetch_base(name: str, branch: str, out_dir: Path, github_output: Path | None
             fh.write(f"path={path or ''}\nreason={' '.join(reason.split())}\n")
 
 
+@click.command("fetch-history")
+@click.option("--name", required=True, help="Artifact name the previous run kept its history under.")
+@click.option("--branch", required=True, help="Take the newest artifact from a run on this branch.")
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("history"), show_default=True)
+@_with(_gh_opts)
+def fetch_history(name: str, branch: str, out_dir: Path, repo: str, token_env: str, api_url: str | None) -> None:
+    """Download the portal's history (the previous run's `bti portal --keep-history` copies). None yet is not an error."""
+    files, reason = _publisher(repo, token_env, api_url).history_files(name, branch, out_dir)
+    click.echo(f"history: {len(files)} run(s) in {out_dir}" if files else f"history: none ({reason})")
+
+
 @click.group("relay")
 def relay() -> None:
     """The PyTorch cross-repo CI relay's callback (RFC-0050): build it from results, or send it."""
@@ -340,5 +351,5 @@ def relay_send(results: Path, job_name: str, artifact_url: str | None, status: s
 
 
 def register(cli: click.Group) -> None:
-    for cmd in (compare_cmd, publish, dispatch, event, relay, fetch_base):
+    for cmd in (compare_cmd, publish, dispatch, event, relay, fetch_base, fetch_history):
         cli.add_command(cmd)

@@ -7,6 +7,7 @@ import functools
 import hashlib
 import io
 import itertools
+import re
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
 }"""
 MAX_DISPATCH_KEYS = 10
 MAX_EVENT_TYPE = 100
+
+
+HISTORY_NAME = re.compile(r"[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9]{1,32}\.jsonl\.gz")  # harness.report.runs.compact
 
 
 @dataclass(frozen=True)
@@ -191,9 +195,9 @@ class Publisher:
         return str(commit.sha)
 
     # ------------------------------------------------------------------ base results
-    def base_results(self, name: str, branch: str, dest: Path, max_bytes: int = 512 * 2**20) -> tuple[Path | None, str]:
-        """The ``results.jsonl`` of the newest unexpired artifact ``name`` from a run on ``branch``,
-        extracted to ``dest``: (path, "") or (None, why there is none)."""
+    def _newest_artifact(self, name: str, branch: str, max_bytes: int) -> tuple[bytes | None, str, Any]:
+        """The zip of the newest unexpired artifact ``name`` from a run on ``branch`` of this repository:
+        (data, "", run) or (None, why there is none, None)."""
         repo = self.repo
         for art in call(f"list artifacts named {name}", lambda: list(itertools.islice(repo.get_artifacts(name=name), 500))):
             run = art.workflow_run
@@ -201,20 +205,47 @@ class Publisher:
             if art.expired or run is None or run.head_branch != branch or run.head_repository_id != run.repository_id:
                 continue
             if art.size_in_bytes > max_bytes:
-                return None, f"the newest {name} artifact on {branch} is {art.size_in_bytes} bytes, over {max_bytes}"
-            data = self._download(art.archive_download_url)
-            try:
-                with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                    member = next((n for n in zf.namelist() if n.rsplit("/", 1)[-1] == "results.jsonl"), None)
-                    if member is None:
-                        return None, f"artifact {name} of run {run.id} on {branch} has no results.jsonl"
-                    dest.mkdir(parents=True, exist_ok=True)
-                    out = dest / "results.jsonl"
-                    out.write_bytes(zf.read(member))
-            except zipfile.BadZipFile:
-                return None, f"artifact {name} of run {run.id} is not a zip archive"
-            return out, ""
-        return None, f"no unexpired {name} artifact from a run on {branch}"
+                return None, f"the newest {name} artifact on {branch} is {art.size_in_bytes} bytes, over {max_bytes}", None
+            return self._download(art.archive_download_url), "", run
+        return None, f"no unexpired {name} artifact from a run on {branch}", None
+
+    def base_results(self, name: str, branch: str, dest: Path, max_bytes: int = 512 * 2**20) -> tuple[Path | None, str]:
+        """The ``results.jsonl`` of the newest unexpired artifact ``name`` from a run on ``branch``,
+        extracted to ``dest``: (path, "") or (None, why there is none)."""
+        data, why, run = self._newest_artifact(name, branch, max_bytes)
+        if data is None:
+            return None, why
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                member = next((n for n in zf.namelist() if n.rsplit("/", 1)[-1] == "results.jsonl"), None)
+                if member is None:
+                    return None, f"artifact {name} of run {run.id} on {branch} has no results.jsonl"
+                dest.mkdir(parents=True, exist_ok=True)
+                out = dest / "results.jsonl"
+                out.write_bytes(zf.read(member))
+        except zipfile.BadZipFile:
+            return None, f"artifact {name} of run {run.id} is not a zip archive"
+        return out, ""
+
+    def history_files(self, name: str, branch: str, dest: Path, max_bytes: int = 2 * 2**30) -> tuple[list[Path], str]:
+        """The portal's history copies (``<time>-<run id>.jsonl.gz``) in the newest artifact ``name`` from a run
+        on ``branch``, extracted flat into ``dest``; any other member (or a path in a name) is ignored."""
+        data, why, run = self._newest_artifact(name, branch, max_bytes)
+        if data is None:
+            return [], why
+        out: list[Path] = []
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                dest.mkdir(parents=True, exist_ok=True)
+                for member in zf.namelist():
+                    base = member.rsplit("/", 1)[-1]
+                    if not HISTORY_NAME.fullmatch(base):
+                        continue
+                    (dest / base).write_bytes(zf.read(member))
+                    out.append(dest / base)
+        except zipfile.BadZipFile:
+            return [], f"artifact {name} of run {run.id} is not a zip archive"
+        return out, "" if out else f"artifact {name} of run {run.id} holds no history copies"
 
     def _download(self, url: str) -> bytes:
         """GitHub answers an artifact download with a redirect to storage; the token goes to GitHub only,

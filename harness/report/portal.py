@@ -24,12 +24,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from harness.errors import UserError
 from harness.report import history as hist
 from harness.report import plots
-from harness.report.runs import COMPACT_KEEP, Column, Run, columns, compact, load_runs
+from harness.report.runs import COMPACT_KEEP, Column, Run, columns, compact, load_runs, prune
 from harness.report.templating import render
 from harness.results import Record, as_float, atomic_write_text, status_of
 from harness.status import Status
@@ -110,7 +111,8 @@ def _worst_abs(rec: Record) -> float | None:
     return max(vals) if vals else None
 
 
-def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, title: str = "bti portal") -> Site:
+def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, title: str = "bti portal",
+          history_days: float = 90.0) -> Site:
     t0 = time.perf_counter()
     runs = load_runs(inputs)
     if not runs:
@@ -120,6 +122,7 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
             keep_history.mkdir(parents=True, exist_ok=True)
             for run in runs:
                 compact(run, keep_history)
+            prune(keep_history, max(r.created for r in runs) - timedelta(days=history_days))
         except OSError as exc:
             raise UserError(f"{keep_history}: cannot write the history copies: {exc.strerror}") from None
     cols = columns(runs)

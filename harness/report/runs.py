@@ -192,3 +192,17 @@ def compact(run: Run, dest_dir: Path) -> Path:
         lines.append(dumps(slim))
     atomic_write_bytes(path, gzip.compress(("\n".join(lines) + "\n").encode("utf-8", "replace"), mtime=0))
     return path
+
+
+def prune(dest_dir: Path, before: datetime) -> list[Path]:
+    """Remove the history copies (``compact``'s names only) of runs made before ``before``."""
+    gone = []
+    for path in dest_dir.glob("*.jsonl.gz"):
+        try:
+            made = datetime.strptime(path.name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        if made < before:
+            path.unlink()
+            gone.append(path)
+    return gone
