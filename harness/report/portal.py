@@ -23,8 +23,8 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.errors import UserError
