@@ -11,6 +11,7 @@ dtypes: [float32]                   # optional: other dtypes are SKIP for this r
 shapes: [static, dynamic]           # optional
 capabilities: {ranks: [1, 4], dynamic: true, quantization: [int8]}  # optional: items outside are SKIP, naming
                                     # it; a recipe quantizing outside its own `quantization` is refused at load
+accuracy: {rule: dynamo, top1: 0.99, deterministic: true}  # optional model-level checks (see Accuracy)
 runtime: {warmup: 1, repeats: 5}      # optional: provider (pybind | runner[:PATH] | command:TEMPLATE, with
                                     # push, pull, remote_dir, vars), threads (see harness/providers.py)
 requires:                           # all must hold, else UNAVAILABLE with the reason
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 
 # Keys every recipe may have; anything else belongs to the backend, which parses it.
 RECIPE_KEYS = frozenset({
-    "name", "description", "setup", "backend", "dtypes", "shapes", "capabilities", "runtime", "requires", "tolerances",
+    "name", "description", "setup", "accuracy", "backend", "dtypes", "shapes", "capabilities", "runtime", "requires", "tolerances",
     "skip", "xfail", "expect",
 })
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
@@ -131,6 +132,19 @@ class Runtime:
 
 
 @dataclass(frozen=True)
+class Accuracy:
+    """Model-level checks (``accuracy:``). ``rule``: how outputs are judged, ``dynamo`` (the PyTorch
+    benchmark rule: allclose at the dtype's tolerance, else RMSE against a float64 CPU reference; the
+    default on torch-eager and torch-compile) or ``allclose`` (the recipe's tolerances; the default
+    elsewhere). ``top1``: the least top-1 / next-token agreement a model with a task must reach.
+    ``deterministic``: the model must give identical outputs when run twice on the device."""
+
+    rule: str | None = None
+    top1: float | None = None
+    deterministic: bool = False
+
+
+@dataclass(frozen=True)
 class Recipe:
     name: str
     backend: str
@@ -143,6 +157,7 @@ class Recipe:
     shapes: tuple[str, ...] = ()
     capabilities: Capabilities = Capabilities()
     runtime: Runtime = Runtime()
+    accuracy: Accuracy = Accuracy()
     requires: Requires = Requires()
     tolerances: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False, compare=False)
     skip: tuple[Rule, ...] = ()
@@ -285,6 +300,7 @@ def parse_recipe(path: Path) -> Recipe:
         shapes=tuple(map(str, raw.get("shapes") or ())),
         capabilities=caps,
         runtime=_runtime(raw.get("runtime"), at("runtime")),
+        accuracy=_accuracy(raw.get("accuracy"), at("accuracy")),
         requires=_requires(raw.get("requires"), at("requires")),
         tolerances=tolerances,
         skip=_rules(raw.get("skip"), at("skip"), "skip"),
@@ -349,6 +365,28 @@ def _tolerances(raw: Any, loc: str) -> dict[str, dict[str, float]]:
             raise RecipeError(f"{loc}: tolerances.{dtype}: atol and rtol cannot be negative")
         out[str(dtype)] = vals
     return out
+
+
+ACCURACY_RULES = ("dynamo", "allclose")
+
+
+def _accuracy(raw: Any, loc: str) -> Accuracy:
+    if raw is None:
+        return Accuracy()
+    if not isinstance(raw, dict) or set(raw) - {"rule", "top1", "deterministic"}:
+        raise RecipeError(f"{loc}: `accuracy` takes rule ({' | '.join(ACCURACY_RULES)}), top1 (0..1), deterministic (true/false)")
+    rule = raw.get("rule")
+    if rule is not None and rule not in ACCURACY_RULES:
+        raise RecipeError(f"{loc}: accuracy.rule is {' or '.join(ACCURACY_RULES)}, not {rule!r}")
+    top1 = raw.get("top1")
+    if top1 is not None:
+        top1 = _number(top1, loc, "accuracy.top1")
+        if not 0 <= top1 <= 1:
+            raise RecipeError(f"{loc}: accuracy.top1 is a fraction between 0 and 1")
+    det = raw.get("deterministic", False)
+    if not isinstance(det, bool):
+        raise RecipeError(f"{loc}: accuracy.deterministic takes true or false")
+    return Accuracy(rule, top1, det)
 
 
 RUNTIME_KEYS = ("warmup", "repeats", "threads", "provider", "push", "pull", "remote_dir", "vars")

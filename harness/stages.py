@@ -31,7 +31,7 @@ import numpy as np
 from harness.backends import Backend, get_backend
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
-from harness.metrics import compare, latency_stats, timed_calls
+from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats, timed_calls
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
 from harness.spec.case import Item
@@ -170,6 +170,7 @@ class Group:
         self.built_outcome = log.done[0]
         self._exported: StageOutcome | None = None
         self._other: Group | None = None
+        self._fp64: list[Any] | None = None
         self.item = item
 
     def _weights_version(self) -> int:
@@ -211,6 +212,24 @@ class Group:
             self._exported = dataclasses.replace(done, seconds=round(done.seconds + self.built_outcome.seconds, 6))
             self._weights_seen = self._weights_version()
         return (self._exported,)
+
+    def fp64_reference(self) -> list[Any] | None:
+        """The module's outputs in float64 on the CPU (dynamo's accuracy rule), computed once; None when the
+        module cannot run in float64."""
+        if self._fp64 is None:
+            import torch
+
+            from harness.spec.build import copy_module
+
+            def up(t: Any) -> Any:
+                return t.to(torch.float64) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+
+            try:
+                with torch.no_grad():
+                    self._fp64 = _leaves(copy_module(self.built.module).to(torch.float64)(*[up(t) for t in clone_inputs(self.built.run)]))
+            except Exception:  # a module that cannot run in float64: the rule falls back to allclose
+                self._fp64 = []
+        return self._fp64 or None
 
     def fresh_built(self) -> Any:
         """The built case with its own copies of the inputs, for one backend call."""
@@ -341,6 +360,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
                 bundle_dir: str | None, keep: list[Any], refs: Baseline | None) -> None:
     meter = PeakMeter()
     memory: dict[str, float] = {}
+    deterministic: bool | None = None  # model cases run in process: did a second run give the same outputs
     start = meter.start()
     try:
         ep = group.ep
@@ -386,6 +406,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
             return why
 
         outs, samples = stage(Stage.RUN, run, run_fault)
+        if item.case.kind in MODEL_KINDS and getattr(backend, "execute", None) is None:
+            deterministic = _runs_twice_identically(backend, handle, group, outs)
         if "load_ms" in provider_facts:  # loaded where the provider runs: its own load time
             facts["load_ms"] = provider_facts["load_ms"]
         for k, v in (provider_facts.get("memory_mb") or {}).items():
@@ -400,13 +422,37 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     facts["latency_ms"] = lat
     outs = list(outs)
     keep.extend(o.detach().cpu().clone() if hasattr(o, "detach") else o for o in outs)
-    facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs, refs))
+    rule = str(recipe.accuracy.rule or getattr(backend, "accuracy_rule", None) or "allclose")
+    facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs, refs, rule, deterministic))
     if bundle_dir:
         name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
 
 
-def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None) -> Comparison:
+MODEL_KINDS = ("model", "hf", "tv")  # whole models: model-level accuracy checks apply
+
+
+def _runs_twice_identically(backend: Backend, handle: Any, group: Group, outs: list[Any]) -> bool | None:
+    """One more run on the device, compared bit for bit with the first (oota's ✓ is exactly this check)."""
+    import torch
+
+    try:
+        again = list(backend.run(handle, clone_inputs(group.built.run)))
+    except Exception:
+        return None
+    if len(again) != len(outs):
+        return False
+    for a, b in zip(outs, again, strict=True):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or a.dtype != b.dtype or not torch.equal(a.detach().cpu(), b.detach().cpu()):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None,
+             rule: str = "allclose", deterministic: bool | None = None) -> Comparison:
     refs = group.ref if baseline is None else baseline.outputs
     tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
     case_tol = group.case_tolerance
@@ -418,11 +464,49 @@ def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline
     if not group.built.ref_dtype or baseline is not None:
         dtypes = [(_dtype_name(o), _dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
     verdict = compare([_to_numpy(o) for o in outs], [_to_numpy(r) for r in refs], tol, dtypes)
-    accuracy = None
+    ok, message = verdict.ok, verdict.message
+    accuracy: dict[str, Any] = {}
+    model = item.case.kind in MODEL_KINDS
+    if model and rule == "dynamo" and baseline is None and not recipe.quantized and not tol.get("shape_only") \
+            and len(outs) == len(refs) and not any(p in message for p in (": dtype ", ": shape ", "outputs: count")):
+        # under autocast the device computes in the autocast dtype: its tolerance and multiplier (dynamo's --amp)
+        compute = str(getattr(recipe.options, "autocast", None) or item.axes.dtype)
+        ok, message, accuracy = _dynamo(compute, group, outs, refs)
+        tol = {"rule": "dynamo", "tol": DYNAMO_TOL.get(compute, 1e-4)}
     task = getattr(group.built, "task", None)
     if task and verdict.stats and len(outs) == len(refs):
-        accuracy = _agreement(task, _to_numpy(outs[0]), _to_numpy(refs[0]))
-    return Comparison(verdict.ok, verdict.message, tuple(verdict.stats), tol, accuracy)
+        accuracy.update(_agreement(task, _to_numpy(outs[0]), _to_numpy(refs[0])))
+        agree = accuracy.get("top1_agreement", accuracy.get("next_token_agreement"))
+        floor = recipe.accuracy.top1
+        if floor is not None and agree is not None and agree < floor:
+            ok, message = False, "; ".join(filter(None, [message, f"{'top-1' if task == 'classifier' else 'next-token'} agreement "
+                                                                  f"{agree:.4g} < {floor:g} (accuracy.top1)"]))
+    if deterministic is not None:
+        accuracy["deterministic"] = deterministic
+        if recipe.accuracy.deterministic and not deterministic:
+            ok, message = False, "; ".join(filter(None, [message, "two runs on the device gave different outputs (accuracy.deterministic)"]))
+    return Comparison(ok, message, tuple(verdict.stats), tol, accuracy or None)
+
+
+def _dynamo(compute: str, group: Group, outs: list[Any], refs: list[Any]) -> tuple[bool, str, dict[str, Any]]:
+    """Every output held to dynamo's benchmark rule (``metrics.dynamo_rule``) at the tolerance of the dtype the
+    device computed in; which rule passed is recorded."""
+    fp64 = group.fp64_reference()
+    tol = DYNAMO_TOL.get(compute, 1e-4)
+    results = []
+    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
+        f = _to_numpy(fp64[i]) if fp64 is not None and i < len(fp64) else None
+        low = compute in ("float16", "bfloat16")
+        results.append(dynamo_rule(_to_numpy(o), _to_numpy(r), f, tol, compute if low else _dtype_name(o)))
+    ok = all(x["pass"] for x in results)
+    rules = {x["rule"] for x in results}
+    acc: dict[str, Any] = {"rule": "none" if not ok else "rmse" if "rmse" in rules else "allclose", "rule_tol": tol}
+    rmses = [(x["rmse"], x["rmse_cpu"], x["multiplier"]) for x in results if "rmse" in x]
+    if rmses:
+        worst = max(rmses, key=lambda t: t[0] - t[2] * t[1])
+        acc.update({"rmse": worst[0], "rmse_cpu": worst[1], "multiplier": worst[2]})
+    why = "; ".join(f"output[{i}]: {x.get('why', 'mismatch')}" for i, x in enumerate(results) if not x["pass"])
+    return ok, (f"dynamo accuracy rule: {why}" if why else ""), acc
 
 
 def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:

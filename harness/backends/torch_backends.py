@@ -149,7 +149,8 @@ def _call(handle: OnDevice, inputs: tuple[Any, ...]) -> list[Any]:
 
     outs = _check_on_device(_leaves(out), handle.device)
     if handle.autocast:  # autocast is judged on values: its lower-precision outputs go back to the inputs' dtype
-        dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), None)
+        # (a model fed token ids has no floating input: the recipe runs on the float32 cases)
+        dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), torch.float32)
         outs = [o.to(dtype) if dtype is not None and isinstance(o, torch.Tensor) and o.is_floating_point() else o
                 for o in outs]
     return outs
@@ -158,6 +159,7 @@ def _call(handle: OnDevice, inputs: tuple[Any, ...]) -> list[Any]:
 class TorchEagerBackend(BaseBackend):
     name = "torch-eager"
     needs_export = False
+    accuracy_rule = "dynamo"  # models are judged as PyTorch's dynamo benchmarks judge a device
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> EagerOptions:
         check_keys(raw, {"device", "autocast", "import"}, where, self.name)
@@ -202,6 +204,7 @@ class CompileOptions:
 class TorchCompileBackend(BaseBackend):
     name = "torch-compile"
     needs_export = False
+    accuracy_rule = "dynamo"
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> CompileOptions:
         check_keys(raw, {"device", "compiler", "mode", "dynamic", "fullgraph"}, where, self.name)

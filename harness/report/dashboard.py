@@ -38,6 +38,9 @@ def _tooltip(rec: Record) -> str:
     part = rec.get("partition") or {}
     if part.get("total_nodes"):
         bits.append(f"delegated {part.get('delegated_nodes', 0)}/{part['total_nodes']} nodes")
+    acc = rec.get("accuracy")
+    if isinstance(acc, dict) and acc:
+        bits.append(", ".join(f"{k} {fmt_num(v, 4) if not isinstance(v, (bool, str)) else v}" for k, v in sorted(acc.items())))
     lat = rec.get("latency_ms") or {}
     if lat.get("median") is not None:
         bits.append(f"latency {fmt_num(lat['median'])} ms")

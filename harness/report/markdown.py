@@ -80,6 +80,7 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
                 "| recipe | items | median ratio | p90 ratio |", "|---|---:|---:|---:|"]
         out += [f"| {safe.code(name)} | {n} | {med:.3g} | {p90:.3g} |" for name, (n, med, p90) in ratios.items()]
         out.append("")
+    out += model_accuracy(records)
     blockers = blocking_ops(records)[:25]
     if blockers:
         out += ["## Undelegated ops (ranked by items they block)", "", "| op | items | recipes |", "|---|---:|---|"]
@@ -96,6 +97,27 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
     if fails:
         text += _failure_list(fails, limit - len(text.encode()) - 200)
     return text
+
+
+def model_accuracy(records: list[Record], limit: int = 40) -> list[str]:
+    """The model-level checks: which accuracy rule passed, top-1 / next-token agreement, runs twice identically."""
+    rows = [r for r in records if isinstance(r.get("accuracy"), dict) and r["accuracy"]]
+    if not rows:
+        return []
+    out = ["## Model accuracy", "",
+           "_rule: dynamo's benchmark rule (allclose, else RMSE against float64) or the recipe's tolerances; agreement: "
+           "top-1 (classifiers) or next-token (LMs) against the reference; deterministic: two runs on the device gave identical outputs._", "",
+           "| item | status | rule | agreement | deterministic |", "|---|---|---|---:|---|"]
+    for rec in sorted(rows, key=lambda r: (not status_of(r).is_failure, r["id"]))[:limit]:
+        acc = rec["accuracy"]
+        agree = acc.get("top1_agreement", acc.get("next_token_agreement"))
+        d = acc.get("deterministic")
+        det = "yes" if d is True else "**no**" if d is False else "—"
+        out.append(f"| {safe.code(rec['id'])} | {status_of(rec).value} | {_esc(acc.get('rule', '—'))} | {fmt_num(agree, 4)} | {det} |")
+    if len(rows) > limit:
+        out.append(f"\n_…and {len(rows) - limit} more (failures first)._")
+    out.append("")
+    return out
 
 
 def _failure_list(fails: list[Record], budget: int) -> str:
