@@ -236,8 +236,8 @@ def _print_recipes(names: tuple[str, ...]) -> None:
 def validate(files: tuple[Path, ...]) -> None:
     """Load and expand suite files (or recipe files) without running anything."""
     from harness.recipes import parse_recipe
-    from harness.spec.suite import load_suite
-    from harness.spec.yamlload import load_yaml
+    from harness.cases.suite import load_suite
+    from harness.cases.yamlload import load_yaml
 
     for path in files:
         doc = load_yaml(path)

@@ -53,11 +53,11 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import RecipeError
 from harness.providers import ProviderSpec, parse_spec
-from harness.spec.case import ALL_DTYPES, SHAPES, stable_hash
+from harness.cases.case import ALL_DTYPES, SHAPES, stable_hash
 from harness.status import Status
 
 if TYPE_CHECKING:
-    from harness.spec.case import Item
+    from harness.cases.case import Item
 
 # Keys every recipe may have; anything else belongs to the backend, which parses it.
 RECIPE_KEYS = frozenset({
@@ -257,7 +257,7 @@ def load_recipe(name_or_path: str) -> Recipe:
 
 
 def parse_recipe(path: Path) -> Recipe:
-    from harness.spec.yamlload import load_yaml, where
+    from harness.cases.yamlload import load_yaml, where
 
     try:
         raw = load_yaml(path)
@@ -326,7 +326,7 @@ def _backend_options(backend: str, rest: dict[str, Any], raw: Any, path: Path) -
     """The backend parses its own keys (unknown ones are its error, with file:line). A backend
     that cannot be loaded here leaves the options unparsed: its items are UNAVAILABLE with why."""
     from harness.backends import get_backend
-    from harness.spec.yamlload import where
+    from harness.cases.yamlload import where
 
     try:
         impl = get_backend(backend)
@@ -448,7 +448,7 @@ _RULE_KEYS = {
 
 
 def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
-    from harness.spec.yamlload import where
+    from harness.cases.yamlload import where
 
     if not raw:
         return ()

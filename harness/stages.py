@@ -34,7 +34,7 @@ from harness.errors import first_line
 from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats, timed_calls
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
-from harness.spec.case import Item
+from harness.cases.case import Item
 from harness.status import Stage, Status
 from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
 
@@ -124,7 +124,7 @@ def reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
 
     import torch
 
-    from harness.spec.build import torch_dtype
+    from harness.builders.build import torch_dtype
 
     with torch.no_grad():
         if built.ref_dtype:
@@ -141,11 +141,7 @@ class Group:
     """The shared part of a (case, axes) group: built module, pristine inputs, reference, exported program."""
 
     def __init__(self, item: Item, prebuilt: Any = None, tolerance: dict[str, Any] | None = None) -> None:
-        from harness.spec.build import build_op, build_pair
-        from harness.spec.build_model import build_model
-        from harness.suites.hf_models import build_hf
-        from harness.suites.tv_models import build_tv
-        from harness.suites.upstream import build_upstream
+        from harness.suites import build_case
 
         self.built: Any = None
         self.ref: list[Any] = []
@@ -157,9 +153,7 @@ class Group:
         log = StageLog()
 
         def build() -> None:
-            builders = {"model": build_model, "upstream": build_upstream, "hf": build_hf, "tv": build_tv, "pair": build_pair}
-            builder = builders.get(item.case.kind, build_op)
-            self.built = prebuilt if prebuilt is not None else builder(item.case, item.axes, item.seed)
+            self.built = prebuilt if prebuilt is not None else build_case(item.case, item.axes, item.seed)
             ref_inputs = clone_inputs(self.built.run)
             self.ref = reference(self.built, ref_inputs)
             self.ref_mutates = not inputs_equal(ref_inputs, self.built.run)
@@ -219,7 +213,7 @@ class Group:
         if self._fp64 is None:
             import torch
 
-            from harness.spec.build import copy_module
+            from harness.builders.build import copy_module
 
             def up(t: Any) -> Any:
                 return t.to(torch.float64) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
@@ -429,7 +423,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
 
 
-MODEL_KINDS = ("model", "hf", "tv")  # whole models: model-level accuracy checks apply
+MODEL_KINDS = ("model", "hf", "hf-full", "tv")  # whole models: model-level accuracy checks apply
 
 
 def _runs_twice_identically(backend: Backend, handle: Any, group: Group, outs: list[Any]) -> bool | None:

@@ -30,7 +30,7 @@ from harness.status import Stage, Status
 if TYPE_CHECKING:
     from harness.recipes import Recipe
     from harness.results import Record
-    from harness.spec.case import Item
+    from harness.cases.case import Item
 
 from harness.results import SCHEMA
 

@@ -57,7 +57,7 @@ def test_ci_sample_is_a_stable_subset() -> None:
 
 
 def test_every_spec_resolves() -> None:
-    from harness.spec.ops import resolve_op
+    from harness.cases.ops import resolve_op
 
     for spec in specs():
         resolve_op(spec.op)

@@ -9,7 +9,7 @@ import pytest
 from harness.errors import SpecError, UserError
 from harness.recipes import load_recipe
 from harness.runner.matrix import Filters, expand
-from harness.spec.suite import load_suite
+from harness.cases.suite import load_suite
 from harness.suites import load_suites
 
 from .conftest import FIXTURES

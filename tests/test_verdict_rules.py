@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import RecipeError
 from harness.recipes import parse_recipe
-from harness.spec.case import Axes, Case, Item
+from harness.cases.case import Axes, Case, Item
 from harness.status import Stage, Status
 from harness.verdict import Comparison, ErrorInfo, Outcome, StageOutcome, decide, settle_attempts, triage
 

@@ -179,7 +179,7 @@ class TorchEagerBackend(BaseBackend):
         import torch  # noqa: F401
 
     def lower(self, recipe: Recipe, ep: Any, built: Any) -> tuple[Any, dict[str, Any] | None]:
-        from harness.spec.build import copy_module
+        from harness.builders.build import copy_module
 
         opts: EagerOptions = recipe.options
         module = copy_module(built.module).to(opts.device)
@@ -241,7 +241,7 @@ class TorchCompileBackend(BaseBackend):
         import torch
         from torch._dynamo.utils import counters
 
-        from harness.spec.build import copy_module
+        from harness.builders.build import copy_module
 
         opts: CompileOptions = recipe.options
         self.warm(recipe, lower=False)

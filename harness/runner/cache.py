@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
-from harness.spec.case import Item, stable_hash
+from harness.cases.case import Item, stable_hash
 from harness.status import Status
 
 _UNCACHED = {Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from harness.errors import UserError
 from harness.recipes import Recipe
-from harness.spec.case import Axes, Case, Item
+from harness.cases.case import Axes, Case, Item
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,16 @@ def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str,
     """Deterministic, disjoint, balanced: longest-processing-time-first over groups.
 
     Cost of a group is the summed recorded duration of its items when ``durations`` (item id →
-    seconds, from a previous run) knows them, else an estimate (models weigh 10× an op item).
+    seconds, from a previous run) knows them, else the case source's estimate (``CaseSource.cost``: an
+    operator item about 1 s, a small model 10, a real-size Hugging Face model 120).
     """
+    from harness.suites import case_cost
+
     durations = durations or {}
+    estimate: dict[str, float] = {}
 
     def cost(group: list[Item]) -> float:
-        return sum(durations.get(it.id, 10.0 if it.case.kind == "model" else 1.0) for it in group)
+        return sum(durations.get(it.id) or estimate.setdefault(it.case.id, case_cost(it.case)) for it in group)
 
     order = sorted(range(len(groups)), key=lambda g: (-cost(groups[g]), groups[g][0].group))
     loads = [0.0] * count

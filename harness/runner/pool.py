@@ -31,7 +31,7 @@ from typing import Any
 from harness.env import peak_rss_mb, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
-from harness.spec.case import Item
+from harness.cases.case import Item
 from harness.status import Status
 from harness.verdict import GroupContext
 

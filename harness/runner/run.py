@@ -26,7 +26,7 @@ from harness.recipes import Recipe, load_recipe, with_provider
 from harness.results import SCHEMA, Header, Record, ResultsWriter, latest_by_id, read_results, repair_tail
 from harness.runner.cache import ResultCache
 from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
-from harness.spec.case import Item
+from harness.cases.case import Item
 from harness.status import Status
 from harness.verdict import GroupContext
 
@@ -90,9 +90,9 @@ def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
 
 def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     from harness.env import versions
-    from harness.suites import WARM_DISCOVERY
+    from harness.suites import warm_discovery
 
-    if set(WARM_DISCOVERY) & set(opts.suites):
+    if warm_discovery(opts.suites):
         warm_imports([load_recipe(n) for n in opts.recipes], opts.speedups)
     names = list(opts.recipes)
     if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
@@ -122,7 +122,7 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
         "control": control, "rerun_failures": opts.rerun_failures, "baseline": baseline,
     }
-    from harness.spec.suite import check_ops
+    from harness.cases.suite import check_ops
 
     done: set[str] = set()
     settled_before: list[Record] = []  # --resume: what the earlier run recorded (the control's, the baseline's status)

@@ -1,59 +1,218 @@
-"""Built-in suites, resolved by name; anything else is a path to a suite YAML file."""
+"""Case sources: where the cases of a suite come from, registered like backends.
+
+A ``CaseSource`` discovers its cases (parent side, no torch needed for YAML sources), builds one case ×
+axes into a module and seeded inputs (worker side, torch), and estimates what an item costs (seconds, an
+operator item being about 1), which shards are balanced by until a previous run's durations are known.
+``requires`` names the Python modules it needs: a suite whose modules are missing is refused with the
+reason, before anything runs.
+
+The built-in sources are listed in ``BUILTIN`` below. A vendor ships its own model list without forking
+bti, through the ``bti.case_sources`` entry-point group of its own package::
+
+    [project.entry-points."bti.case_sources"]
+    vendor-models = "vendor_pkg.bti:VendorModels"     # a CaseSource class (instantiated) or object
+
+The source's ``kinds`` name the ``Case.kind`` values it builds; a kind belongs to exactly one source.
+Anything not registered is a path to a suite YAML file.
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
+from harness.cases.case import Axes, Case
 from harness.errors import UserError
-from harness.spec.case import Case
 
 HERE = Path(__file__).parent
-YAML_SUITES = {"ops": HERE / "ops.yaml", "smoke": HERE / "smoke.yaml"}
-PY_SUITES = ("models", "hf-models", "tv-models", "executorch-upstream-ops", "core-ops", "core-ops-ci")
 DEFAULT_SUITES = ("ops", "models")
-# Suites whose discovery needs torch and executorch imported: `bti run` warms its parent first, so
-# discovery forks from it instead of paying the imports again in a fresh interpreter.
-WARM_DISCOVERY = ("executorch-upstream-ops",)
+ENTRY_POINT_GROUP = "bti.case_sources"
+
+
+@runtime_checkable
+class CaseSource(Protocol):
+    @property
+    def name(self) -> str: ...  # the suite name given to `bti run -s`
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def kinds(self) -> tuple[str, ...]: ...  # the Case.kind values this source builds
+
+    @property
+    def requires(self) -> tuple[str, ...]: ...  # importable modules it needs
+
+    @property
+    def warm_discovery(self) -> bool: ...  # discovery imports torch and executorch: `bti run` warms the parent first
+
+    def discover(self) -> list[Case]: ...
+
+    def build(self, case: Case, axes: Axes, seed: int) -> Any: ...
+
+    def cost(self, case: Case) -> float: ...
+
+
+def _resolve(ref: str) -> Callable[..., Any]:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class BuiltinSource:
+    """A source whose functions are named ``module:function`` and imported on first use (listing the suites
+    imports none of them)."""
+
+    name: str
+    description: str
+    discover_ref: str
+    build_refs: dict[str, str]  # kind -> "module:function(case, axes, seed)"
+    per_item: float = 1.0  # estimated seconds per item
+    requires: tuple[str, ...] = ()
+    warm_discovery: bool = False
+    discover_args: tuple[Any, ...] = field(default=())
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self.build_refs)
+
+    def discover(self) -> list[Case]:
+        return list(_resolve(self.discover_ref)(*self.discover_args))
+
+    def build(self, case: Case, axes: Axes, seed: int) -> Any:
+        return _resolve(self.build_refs[case.kind])(case, axes, seed)
+
+    def cost(self, case: Case) -> float:
+        return float(case.spec.get("cost", self.per_item)) if isinstance(case.spec, dict) else self.per_item
+
+
+_OPS = {"op": "harness.builders.build:build_op", "pair": "harness.builders.build:build_pair"}
+BUILTIN: tuple[BuiltinSource, ...] = (
+    BuiltinSource("ops", "the starter operator suite (YAML)", "harness.suites:_yaml", _OPS, discover_args=(str(HERE / "ops.yaml"), "ops")),
+    BuiltinSource("smoke", "a few operators, for a quick check (YAML)", "harness.suites:_yaml", {}, discover_args=(str(HERE / "smoke.yaml"), "smoke")),
+    BuiltinSource("models", "small models built in code (MLP, CNN, RNNs, a transformer encoder, a tiny LM)",
+                  "harness.suites.models:model_cases", {"model": "harness.builders.build_model:build_model"}, per_item=10.0),
+    BuiltinSource("hf-models", "tiny Hugging Face architectures from configs, seeded random weights", "harness.suites.hf_models:hf_cases",
+                  {"hf": "harness.suites.hf_models:build_hf"}, per_item=10.0, requires=("transformers",)),
+    BuiltinSource("hf-models-full", "real-size Hugging Face models as PyTorch's dynamo benchmarks list them, from configs, "
+                  "seeded random weights (nothing downloaded)", "harness.suites.hf_full:hf_full_cases",
+                  {"hf-full": "harness.suites.hf_full:build_hf_full"}, per_item=120.0, requires=("transformers",)),
+    BuiltinSource("tv-models", "torchvision and timm models (optional packages)", "harness.suites.tv_models:tv_cases",
+                  {"tv": "harness.suites.tv_models:build_tv"}, per_item=10.0),
+    BuiltinSource("executorch-upstream-ops", "the ExecuTorch backend test suite's operator programs",
+                  "harness.suites.upstream:upstream_cases", {"upstream": "harness.suites.upstream:build_upstream"},
+                  warm_discovery=True),
+    BuiltinSource("core-ops", "every core ATen operator, inputs generated from its schema", "harness.suites.core_ops:core_cases", {}),
+    BuiltinSource("core-ops-ci", "a sample of core-ops for CI", "harness.suites:_core_ci", {}),
+)
+
+
+def _yaml(path: str, name: str | None) -> list[Case]:
+    from harness.cases.suite import load_suite
+
+    return load_suite(Path(path), name=name, check=False)
+
+
+def _core_ci() -> list[Case]:
+    from harness.suites.core_ops import ci_sample, core_cases
+
+    return ci_sample(core_cases())
+
+
+_REGISTRY: dict[str, CaseSource] | None = None
+
+
+def sources() -> dict[str, CaseSource]:
+    """Every registered source by suite name: the built-ins, then the ``bti.case_sources`` entry points."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        reg: dict[str, CaseSource] = {s.name: s for s in BUILTIN}
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                obj = ep.load()
+                src = obj() if isinstance(obj, type) else obj
+            except Exception as exc:
+                raise UserError(f"case source {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}") from None
+            register(src, where=f"entry point {ep.name} ({ep.value})", into=reg)
+        _REGISTRY = reg
+    return _REGISTRY
+
+
+def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = None) -> None:
+    """Add a case source (checked: it must speak the protocol, and neither its name nor its kinds may be taken)."""
+    reg = into if into is not None else sources()
+    what = where or repr(src)
+    if not isinstance(src, CaseSource):
+        raise UserError(f"case source {what}: not a CaseSource (needs name, description, kinds, requires, "
+                        "warm_discovery, discover(), build(), cost())")
+    if src.name in reg:
+        raise UserError(f"case source {what}: the suite name {src.name!r} is taken")
+    taken = {k: s.name for s in reg.values() for k in s.kinds}
+    clash = [k for k in src.kinds if k in taken]
+    if clash:
+        raise UserError(f"case source {what}: kind(s) {', '.join(clash)} already built by {taken[clash[0]]}")
+    reg[src.name] = src
 
 
 def suite_names() -> list[str]:
-    return sorted([*YAML_SUITES, *PY_SUITES])
+    return sorted(sources())
+
+
+def source_for_kind(kind: str) -> CaseSource:
+    for src in sources().values():
+        if kind in src.kinds:
+            return src
+    raise UserError(f"no case source builds cases of kind {kind!r}")
+
+
+def build_case(case: Case, axes: Axes, seed: int) -> Any:
+    """Worker side: the case's module, inputs and reference setup, from the source that owns its kind."""
+    return source_for_kind(case.kind).build(case, axes, seed)
+
+
+def case_cost(case: Case) -> float:
+    """Estimated seconds per item of ``case`` (shard balancing before durations are recorded)."""
+    try:
+        return source_for_kind(case.kind).cost(case)
+    except UserError:
+        return 1.0
+
+
+def missing_requirements(src: CaseSource) -> list[str]:
+    import importlib.util
+
+    return [m for m in src.requires if importlib.util.find_spec(m) is None]
+
+
+def warm_discovery(names: list[str] | tuple[str, ...]) -> bool:
+    reg = sources()
+    return any(reg[n].warm_discovery for n in names if n in reg)
 
 
 def load_suites(names: list[str] | tuple[str, ...], check: bool = True) -> list[Case]:
     """The named suites' cases. ``check=False`` leaves resolving ops against torch to the caller
-    (``harness.spec.suite.check_ops``), as ``bti run`` does for the items it actually executes."""
-    from harness.spec.suite import check_ops, load_suite
+    (``harness.cases.suite.check_ops``), as ``bti run`` does for the items it actually executes."""
+    from harness.cases.suite import check_ops
 
+    reg = sources()
     cases: list[Case] = []
     for name in names:
-        if name == "models":
-            from harness.suites.models import model_cases
-
-            cases.extend(model_cases())
-        elif name == "hf-models":
-            from harness.suites.hf_models import hf_cases
-
-            cases.extend(hf_cases())
-        elif name == "tv-models":
-            from harness.suites.tv_models import tv_cases
-
-            cases.extend(tv_cases())
-        elif name in ("core-ops", "core-ops-ci"):
-            from harness.suites.core_ops import ci_sample, core_cases
-
-            generated = core_cases()
-            cases.extend(generated if name == "core-ops" else ci_sample(generated))
-        elif name == "executorch-upstream-ops":
-            from harness.suites.upstream import upstream_cases
-
-            cases.extend(upstream_cases())
-        elif name in YAML_SUITES:
-            cases.extend(load_suite(YAML_SUITES[name], name=name, check=False))
+        src = reg.get(name)
+        if src is not None:
+            missing = missing_requirements(src)
+            if missing:
+                raise UserError(f"suite {name} needs {', '.join(missing)} (not installed)",
+                                hint="pip install 'bti[models]'" if "transformers" in missing else None)
+            cases.extend(src.discover())
         elif Path(name).suffix in (".yaml", ".yml"):
-            cases.extend(load_suite(Path(name), check=False))
+            cases.extend(_yaml(name, None))
         else:
-            raise UserError(f"unknown suite {name!r}", hint=f"built-in suites: {', '.join(suite_names())}, or a .yaml path")
+            raise UserError(f"unknown suite {name!r}", hint=f"suites: {', '.join(suite_names())}, or a .yaml path")
     unique: dict[str, Case] = {}
     for c in cases:
         if c.id in unique and unique[c.id].source != c.source:

@@ -1,6 +1,6 @@
 """Generated operator suite over the core ATen opset (``bti run -s core-ops``; ``core-ops-ci`` is
 a fixed, stable sample of it). One compact ``OpGen`` per operator overload; see
-``harness.spec.generate`` for how variants are derived.
+``harness.cases.generate`` for how variants are derived.
 
 Ops not listed here are reported by ``bti report --coverage`` / ``bti list --coverage``.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.spec.case import Case
-from harness.spec.generate import ALL, FLOATS, INTS, NUM, SIGNED_INTS, OpGen, T, _with, generate_cases, x_node
+from harness.cases.case import Case
+from harness.cases.generate import ALL, FLOATS, INTS, NUM, SIGNED_INTS, OpGen, T, _with, generate_cases, x_node
 
 Shape = list[int | str]
 A = dict[str, Any]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.spec.case import Case
+from harness.cases.case import Case
 
 TEXT = {"vocab_size": 128, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
 DECODER = {**TEXT, "num_key_value_heads": 2, "max_position_embeddings": 64}
@@ -93,7 +93,7 @@ MODELS: tuple[HFModel, ...] = (
 def build_hf(case: Case, axes: Any, seed: int) -> Any:
     import torch
 
-    from harness.spec.build import Built
+    from harness.builders.build import Built
 
     try:
         transformers = importlib.import_module("transformers")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.spec.case import Case
+from harness.cases.case import Case
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from harness.spec.case import Case
+from harness.cases.case import Case
 
 # (source package, constructor path, kwargs, input size)
 MODELS: tuple[tuple[str, str, str, dict[str, Any], int], ...] = (
@@ -36,7 +36,7 @@ def build_tv(case: Case, axes: Any, seed: int) -> Any:
 
     import torch
 
-    from harness.spec.build import Built
+    from harness.builders.build import Built
 
     _, _, ctor, kwargs, size = next(m for m in MODELS if m[0] == case.spec["model"])
     module_name, _, attr = ctor.rpartition(".")

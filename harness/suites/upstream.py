@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any
 
 from harness.errors import UserError, first_line
-from harness.spec.case import Case
+from harness.cases.case import Case
 
 PACKAGE = "executorch.backends.test.suite.operators"
 SUITE = "executorch-upstream-ops"
@@ -190,7 +190,7 @@ def upstream_cases() -> list[Case]:
 
 
 def build_upstream(case: Case, axes: Any, seed: int) -> Any:
-    from harness.spec.build import Built
+    from harness.builders.build import Built
 
     spec = case.spec
     if spec.get("broken"):

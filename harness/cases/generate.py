@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.spec.case import FLOAT_DTYPES, Case
+from harness.cases.case import FLOAT_DTYPES, Case
 
 FLOATS = FLOAT_DTYPES
 INTS = ("int8", "uint8", "int32", "int64")
@@ -126,7 +126,7 @@ class OpGen:
 
 
 def generate_cases(specs: list[OpGen], suite: str) -> list[Case]:
-    from harness.spec.ops import op_short_name
+    from harness.cases.ops import op_short_name
 
     cases = []
     for spec in specs:

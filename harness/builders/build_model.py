@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from harness.spec.build import Built, generate, torch_dtype
-from harness.spec.case import Axes, Case
+from harness.builders.build import Built, generate, torch_dtype
+from harness.cases.case import Axes, Case
 
 
 def build_model(case: Case, axes: Axes, seed: int) -> Built:

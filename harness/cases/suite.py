@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SpecError
-from harness.spec.case import ALL_DTYPES, Case
-from harness.spec.yamlload import load_yaml, where
+from harness.cases.case import ALL_DTYPES, Case
+from harness.cases.yamlload import load_yaml, where
 
 INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange", "full", "special")
 LAYOUTS = ("contiguous", "transposed", "permuted", "strided", "complex")
@@ -250,7 +250,7 @@ def check_ops(cases: list[Case]) -> None:
     """Resolve every case's ``op`` against torch (imports torch): an unknown op is a SpecError at
     the line that names it. Kept apart from loading so a run whose items all come from the cache
     never imports torch."""
-    from harness.spec.ops import resolve_op
+    from harness.cases.ops import resolve_op
 
     checked: set[str] = set()
     for case in cases:
@@ -261,7 +261,7 @@ def check_ops(cases: list[Case]) -> None:
 
 
 def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int], presets: dict[str, Any], defaults: dict[str, Any]) -> Case:
-    from harness.spec.ops import op_short_name
+    from harness.cases.ops import op_short_name
 
     op = raw.get("op")
     if not isinstance(op, str) or not op:

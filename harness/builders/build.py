@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from harness.spec.case import Axes, Case
-from harness.spec.ops import resolve_op
+from harness.cases.case import Axes, Case
+from harness.cases.ops import resolve_op
 
 
 def torch_dtype(name: str) -> torch.dtype:

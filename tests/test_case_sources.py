@@ -1,0 +1,123 @@
+"""Case sources register like backends: built-ins, a vendor's through the ``bti.case_sources`` entry point
+(a real installed distribution, found by importlib.metadata), clashes refused, and shards balanced by the
+source's cost."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.cases.case import Axes, Case, Item
+from harness.runner.matrix import shard
+from harness.suites import BUILTIN, case_cost, load_suites, sources
+
+VENDOR = '''
+from harness.cases.case import Case
+
+
+class VendorModels:
+    name = "vendor-models"
+    description = "a vendor's own model list"
+    kinds = ("vendor",)
+    requires = ()
+    warm_discovery = False
+
+    def discover(self):
+        return [Case(id="model.vendor_mlp.v1", suite=self.name, kind="vendor", spec={"hidden": 8}, op=None,
+                     tags=("vendor",), source="vendor_pkg")]
+
+    def build(self, case, axes, seed):
+        import torch
+        from harness.builders.build import Built
+
+        torch.manual_seed(seed)
+        module = torch.nn.Sequential(torch.nn.Linear(4, case.spec["hidden"]), torch.nn.ReLU()).eval()
+        x = (torch.randn(2, 4, generator=torch.Generator().manual_seed(seed)),)
+        return Built(module, x, x, None)
+
+    def cost(self, case):
+        return 42.0
+
+
+class Clash(VendorModels):
+    name = "clash"
+    kinds = ("op",)
+'''
+
+
+def _dist(root: Path, entries: str) -> Path:
+    """A minimal installed distribution (a dist-info with entry_points.txt) under ``root``."""
+    (root / "vendor_pkg").mkdir(parents=True)
+    (root / "vendor_pkg" / "__init__.py").write_text("")
+    (root / "vendor_pkg" / "bti.py").write_text(VENDOR)
+    info = root / "vendor_pkg-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vendor-pkg\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[bti.case_sources]\n{entries}\n")
+    return root
+
+
+def _bti(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_builtin_sources_and_real_size_hf_suite() -> None:
+    reg = sources()
+    assert {s.name for s in BUILTIN} <= set(reg)
+    kinds = [k for s in reg.values() for k in s.kinds]
+    assert len(kinds) == len(set(kinds))  # a kind belongs to one source
+    full = load_suites(["hf-models-full"])
+    names = {c.spec["model"] for c in full}
+    assert {"BertForMaskedLM", "GPT2ForSequenceClassification", "T5Small", "DistilBertForMaskedLM", "RobertaForCausalLM",
+            "AlbertForMaskedLM", "BartForConditionalGeneration", "ElectraForQuestionAnswering", "LayoutLMForMaskedLM",
+            "MobileBertForMaskedLM"} <= names
+    assert all(c.spec["task"] in ("lm", "classifier") and c.spec["check"] for c in full)  # each states its task and check
+    bart = next(c for c in full if c.spec["model"] == "BartForConditionalGeneration")
+    assert bart.spec["seq"] == 1024 and case_cost(bart) > 100 * case_cost(load_suites(["smoke"])[0])
+
+
+def test_harness_cases_is_torch_free() -> None:
+    code = "import sys, harness.cases.case, harness.cases.suite, harness.cases.generate, harness.cases.yamlload; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_shards_balance_by_source_cost() -> None:
+    ops = load_suites(["smoke"])
+    big = next(c for c in load_suites(["hf-models-full"]) if c.spec["model"] == "BartForConditionalGeneration")
+    cases: list[Case] = [big, *ops]
+    groups = [[Item(c, "portable", Axes("float32", "static"))] for c in cases]
+    a, b = shard(groups, 1, 2), shard(groups, 2, 2)
+    assert [g[0].case.id for g in a] == [big.id]  # the real-size model is a shard's whole load, the ops the other's
+    assert len(b) == len(ops)
+
+
+@pytest.mark.slow
+def test_vendor_source_through_an_entry_point(tmp_path: Path) -> None:
+    root = _dist(tmp_path / "site", "vendor-models = vendor_pkg.bti:VendorModels")
+    listed = _bti(root, "list", "-s", "vendor-models", "-r", "portable")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["model.vendor_mlp.v1[float32,static]@portable"]
+    out = tmp_path / "out"
+    run = _bti(root, "run", "-s", "vendor-models", "-r", "portable", "-o", str(out), "-j", "1", "--no-reuse", "--no-report")
+    assert run.returncode == 0, run.stderr
+    rec = json.loads((out / "results.jsonl").read_text().splitlines()[1])
+    assert rec["status"] == "PASS" and rec["suite"] == "vendor-models"  # built in the worker by the vendor's build()
+
+
+def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
+    root = _dist(tmp_path / "a", "clash = vendor_pkg.bti:Clash")
+    res = _bti(root, "list", "-s", "ops")
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "bti: error: case source entry point clash (vendor_pkg.bti:Clash): kind(s) op already built by ops"]
+    root = _dist(tmp_path / "b", textwrap.dedent("broken = vendor_pkg.nothere:X"))
+    res = _bti(root, "list", "-s", "ops")
+    assert res.returncode == 2 and res.stderr.startswith("bti: error: case source broken (vendor_pkg.nothere:X): cannot load: ")
+    assert "Traceback" not in res.stderr
