@@ -235,9 +235,9 @@ def _print_recipes(names: tuple[str, ...]) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(files: tuple[Path, ...]) -> None:
     """Load and expand suite files (or recipe files) without running anything."""
-    from harness.recipes import parse_recipe
     from harness.cases.suite import load_suite
     from harness.cases.yamlload import load_yaml
+    from harness.recipes import parse_recipe
 
     for path in files:
         doc = load_yaml(path)

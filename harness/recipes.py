@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cases.case import ALL_DTYPES, SHAPES, stable_hash
 from harness.errors import RecipeError
 from harness.providers import ProviderSpec, parse_spec
-from harness.cases.case import ALL_DTYPES, SHAPES, stable_hash
 from harness.status import Status
 
 if TYPE_CHECKING:

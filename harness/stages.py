@@ -29,12 +29,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from harness.backends import Backend, get_backend
+from harness.cases.case import Item
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats, timed_calls
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
-from harness.cases.case import Item
 from harness.status import Stage, Status
 from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
 

@@ -28,9 +28,9 @@ from harness.errors import first_line
 from harness.status import Stage, Status
 
 if TYPE_CHECKING:
+    from harness.cases.case import Item
     from harness.recipes import Recipe
     from harness.results import Record
-    from harness.cases.case import Item
 
 from harness.results import SCHEMA
 

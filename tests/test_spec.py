@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.cases.suite import load_suite
 from harness.errors import SpecError, UserError
 from harness.recipes import load_recipe
 from harness.runner.matrix import Filters, expand
-from harness.cases.suite import load_suite
 from harness.suites import load_suites
 
 from .conftest import FIXTURES

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.cases.case import Axes, Case, Item
 from harness.errors import RecipeError
 from harness.recipes import parse_recipe
-from harness.cases.case import Axes, Case, Item
 from harness.status import Stage, Status
 from harness.verdict import Comparison, ErrorInfo, Outcome, StageOutcome, decide, settle_attempts, triage
 

@@ -43,9 +43,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SpecError
 from harness.cases.case import ALL_DTYPES, Case
 from harness.cases.yamlload import load_yaml, where
+from harness.errors import SpecError
 
 INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange", "full", "special")
 LAYOUTS = ("contiguous", "transposed", "permuted", "strided", "complex")

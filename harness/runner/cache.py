@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness.cases.case import Item, stable_hash
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
-from harness.cases.case import Item, stable_hash
 from harness.status import Status
 
 _UNCACHED = {Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY}

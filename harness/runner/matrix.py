@@ -6,9 +6,9 @@ import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from harness.cases.case import Axes, Case, Item
 from harness.errors import UserError
 from harness.recipes import Recipe
-from harness.cases.case import Axes, Case, Item
 
 
 @dataclass(frozen=True)

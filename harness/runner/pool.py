@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from harness.cases.case import Item
 from harness.env import peak_rss_mb, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
-from harness.cases.case import Item
 from harness.status import Status
 from harness.verdict import GroupContext
 

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.backends import unavailable_reason
+from harness.cases.case import Item
 from harness.errors import UserError
 from harness.providers import ProviderSpec
 from harness.recipes import Recipe, load_recipe, with_provider
 from harness.results import SCHEMA, Header, Record, ResultsWriter, latest_by_id, read_results, repair_tail
 from harness.runner.cache import ResultCache
 from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
-from harness.cases.case import Item
 from harness.status import Status
 from harness.verdict import GroupContext
 

@@ -25,8 +25,8 @@ import sys
 from functools import cache
 from typing import Any
 
-from harness.errors import UserError, first_line
 from harness.cases.case import Case
+from harness.errors import UserError, first_line
 
 PACKAGE = "executorch.backends.test.suite.operators"
 SUITE = "executorch-upstream-ops"
