@@ -1,0 +1,73 @@
+"""How long ``bti portal`` takes on a large run: synthetic results (seeded), then the build, timed.
+
+    .venv/bin/python benchmarks/portal_scale.py                    # 50,000 items: 16,667 cases × 3 recipes, 1 run
+    .venv/bin/python benchmarks/portal_scale.py --cases 5000 --runs 10  # history: 10 daily runs
+
+Prints the item count, the runs, the build time and the site's size. The issue's goal: 50,000 items in
+under 10 s. Synthetic records carry what real ones do (outputs, stages, latency, partition, baseline
+ratio, a detail), in the mix of statuses a sweep has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+RECIPES = ("portable", "xnnpack", "xnnpack-int8-static-per-channel")
+STATUSES = ["PASS"] * 8 + ["FAIL_MISMATCH", "PASS_UNDELEGATED", "XFAIL", "SKIP", "FAIL_LOWER"]
+
+
+def write_runs(out: Path, cases: int, runs: int) -> None:
+    rnd = random.Random(0)
+    out.mkdir(parents=True, exist_ok=True)
+    for d in range(runs):
+        header = {"kind": "header", "schema": 1, "run_id": f"run{d}", "created": f"2026-10-{1 + d % 28:02d}T03:00:00+00:00",
+                  "versions": {"torch": "2.13.0", "executorch": "1.4.1", "cpu": "bench host"}, "recipes": dict.fromkeys(RECIPES, "h"),
+                  "suites": ["ops", "models"]}
+        with (out / f"run{d}.jsonl").open("w") as fh:
+            fh.write(json.dumps(header) + "\n")
+            for i in range(cases):
+                op = f"aten::op{i % 40}.default" if i % 10 else None
+                case = f"op.op{i % 40}.c{i}" if op else f"model.m{i}"
+                for r in RECIPES:
+                    status = STATUSES[(i * 7 + d * (i % 3 == 0)) % len(STATUSES)] if i % 5 else "PASS"
+                    fh.write(json.dumps({
+                        "kind": "result", "schema": 1, "id": f"{case}[float32,static]@{r}", "case": case, "op": op,
+                        "suite": "ops" if op else "models", "recipe": r, "backend": "executorch",
+                        "axes": {"dtype": "float32", "shape": "static"}, "status": status, "detail": f"why {i}",
+                        "outputs": [{"name": "output[0]", "max_abs": rnd.random() * 10 ** rnd.randint(-8, 0), "sqnr_db": rnd.uniform(10, 90)}],
+                        "stages": {"export": 0.1, "lower": 0.3, "run": 0.01}, "latency_ms": {"median": rnd.random()},
+                        "baseline": {"latency_ratio": rnd.uniform(0.2, 3)} if r != "portable" else {},
+                        "partition": {"total_nodes": 10, "delegated_nodes": rnd.randint(0, 10)}}) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=16667)
+    ap.add_argument("--runs", type=int, default=1)
+    args = ap.parse_args()
+    from harness.report.portal import build
+
+    tmp = Path(tempfile.mkdtemp(prefix="bti-portal-"))
+    try:
+        write_runs(tmp / "runs", args.cases, args.runs)
+        t0 = time.perf_counter()
+        site = build([tmp / "runs"], tmp / "site")
+        wall = time.perf_counter() - t0
+        size = sum(p.stat().st_size for p in (tmp / "site").rglob("*") if p.is_file())
+        print(f"portal: {site.items} items (newest run), {site.runs} run(s), {site.columns} columns: {wall:.1f} s, "
+              f"site {size / 2**20:.0f} MiB")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
