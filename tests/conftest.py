@@ -47,3 +47,23 @@ def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 @pytest.fixture
 def bti():
     return run_bti
+
+
+@pytest.fixture
+def inproc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """The CLI in this process (errors that stop before any work: no interpreter start per call)."""
+    from types import SimpleNamespace
+
+    from harness.cli import main
+
+    monkeypatch.setenv("BTI_RECIPE_PATH", str(FIXTURES / "recipes"))
+
+    def call(*args: str, env: dict[str, str] | None = None) -> SimpleNamespace:
+        for k, v in (env or {}).items():
+            monkeypatch.setenv(k, v)
+        capsys.readouterr()
+        code = main(list(args))
+        out = capsys.readouterr()
+        return SimpleNamespace(code=code, out=out.out, err=out.err)
+
+    return call

@@ -98,14 +98,14 @@ def test_bench_a_pte_against_an_exported_reference(bti, bundled: Path, tmp_path:
     assert wrong.code == 1 and "MISMATCH" in wrong.out
 
 
-def test_bench_refuses_bad_files_in_one_line(bti, bundled: Path, tmp_path: Path) -> None:
+def test_bench_refuses_bad_files_in_one_line(bti, inproc, bundled: Path, tmp_path: Path) -> None:
     rec = records(bundled)["op.linear.fc[float32,static]@xnnpack"]
     pte, bpte = (bundled / rec["artifacts"][k] for k in ("pte", "bpte"))
     (tmp_path / "garbage.pte").write_bytes(b"not a program at all")
     (tmp_path / "half.pte").write_bytes(pte.read_bytes()[: len(pte.read_bytes()) // 2])
     (tmp_path / "half.bpte").write_bytes(bpte.read_bytes()[: len(bpte.read_bytes()) // 2])
-    check_usage_error(bti("bench", str(tmp_path / "garbage.pte")), "neither an ExecuTorch program")
+    check_usage_error(inproc("bench", str(tmp_path / "garbage.pte")), "neither an ExecuTorch program")
     check_usage_error(bti("bench", str(tmp_path / "half.pte")), "the runtime cannot load this program", "File size is too small")
-    check_usage_error(bti("bench", str(tmp_path / "half.bpte")), "not a readable bundled program")
-    check_usage_error(bti("bench", str(tmp_path / "missing.pte")), "cannot read")
-    check_usage_error(bti("bench", str(pte), "--method", "nope"), "has no method 'nope'")
+    check_usage_error(inproc("bench", str(tmp_path / "half.bpte")), "not a readable bundled program")
+    check_usage_error(inproc("bench", str(tmp_path / "missing.pte")), "cannot read")
+    check_usage_error(inproc("bench", str(pte), "--method", "nope"), "has no method 'nope'")

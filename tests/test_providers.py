@@ -20,28 +20,6 @@ PYRUNNER = f"{shlex.quote(sys.executable)} -m harness.pyrunner"
 ITEMS = ("-k", "op.add.bcast_rank4*", "-k", "op.linear.fc*")
 
 
-@pytest.fixture
-def inproc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-    """The CLI in this process (errors that stop before any work: no interpreter start per call)."""
-    from types import SimpleNamespace
-
-    from harness.cli import main
-
-    from .conftest import FIXTURES
-
-    monkeypatch.setenv("BTI_RECIPE_PATH", str(FIXTURES / "recipes"))
-
-    def call(*args: str, env: dict[str, str] | None = None) -> SimpleNamespace:
-        for k, v in (env or {}).items():
-            monkeypatch.setenv(k, v)
-        capsys.readouterr()
-        code = main(list(args))
-        out = capsys.readouterr()
-        return SimpleNamespace(code=code, out=out.out, err=out.err)
-
-    return call
-
-
 def records(path: Path) -> dict[str, dict]:
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     return {r["id"]: r for r in lines if r.get("kind") == "result"}
@@ -153,13 +131,13 @@ def test_a_runner_that_crashes_or_hangs_fails_only_its_item(bti, tmp_path: Path)
     assert rec["status"] == "TIMEOUT" and "did not finish" in rec["detail"], rec
 
 
-def test_ab_bench_of_the_fp32_and_int8_programs_of_one_case(bti, bundles: Path, tmp_path: Path) -> None:
+def test_ab_bench_of_the_fp32_and_int8_programs_of_one_case(bti, inproc, bundles: Path, tmp_path: Path) -> None:
     progs = bundles / "programs"
     fp32 = progs / "op.add.bcast_rank4_float32_static_@xnnpack.bpte"
     int8 = progs / "op.add.bcast_rank4_float32_static_@xnnpack-int8-static-per-channel.bpte"
-    alone = bti("bench", str(int8), "--repeats", "5")  # the issue's report: a PASSED int8 bundle was a MISMATCH
+    alone = inproc("bench", str(int8), "--repeats", "5")  # the issue's report: a PASSED int8 bundle was a MISMATCH
     assert alone.code == 0 and "sqnr_db 10 (from bundle card)" in alone.out, alone.out + alone.err
-    res = bti("bench", str(fp32), str(int8), "--repeats", "40", "--json", str(tmp_path / "ab.json"),
+    res = inproc("bench", str(fp32), str(int8), "--repeats", "40", "--json", str(tmp_path / "ab.json"),
               "--markdown", str(tmp_path / "ab.md"))
     assert res.code == 0, res.out + res.err
     data = json.loads((tmp_path / "ab.json").read_text())
@@ -170,14 +148,15 @@ def test_ab_bench_of_the_fp32_and_int8_programs_of_one_case(bti, bundles: Path, 
         lat = side["latency_ms"]
         assert lat["repeats"] == 40 and lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"] and lat["cv"] >= 0
     assert "B/A latency ratio" in (tmp_path / "ab.md").read_text() and "| `op.add" in (tmp_path / "ab.md").read_text()
-    strict = bti("bench", str(fp32), str(int8), "--repeats", "5", "--sqnr-db", "80")
+    strict = inproc("bench", str(fp32), str(int8), "--repeats", "5", "--sqnr-db", "80")
     assert strict.code == 1 and "outputs DIFFER" in strict.out and "SQNR" in strict.out
     recipe = bti("bench", str(int8), "--repeats", "3", "--recipe", "xnnpack-int8-static-per-channel",
                  "--runtime", f"command:{PYRUNNER} {{args}}")
     assert recipe.code == 0 and "(from recipe xnnpack-int8-static-per-channel)" in recipe.out, recipe.out + recipe.err
 
 
-def test_corrupt_bundles_are_one_line_and_nothing_runs(bti, bundles: Path, tmp_path: Path) -> None:
+def test_corrupt_bundles_are_one_line_and_nothing_runs(inproc, bundles: Path, tmp_path: Path) -> None:
+    bti = inproc
     good = (bundles / "programs" / "op.add.bcast_rank4_float32_static_@xnnpack.bpte").read_bytes()
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.bpte").write_bytes(good)
@@ -230,7 +209,8 @@ def test_templates_and_runners_are_checked_before_any_work(inproc, tmp_path: Pat
     check_usage_error(bti("run", "-s", "smoke", "--runtime", "runner:/nonexistent/bti_runner"), "not an executable file")
 
 
-def test_bad_cards_and_mismatched_ab_are_one_line(bti, bundles: Path, tmp_path: Path) -> None:
+def test_bad_cards_and_mismatched_ab_are_one_line(inproc, bundles: Path, tmp_path: Path) -> None:
+    bti = inproc
     progs = bundles / "programs"
     bpte = progs / "op.add.bcast_rank4_float32_static_@xnnpack.bpte"
     (tmp_path / "c").mkdir()
