@@ -222,3 +222,16 @@ def test_portal_in_a_browser(site: Path, tmp_path: Path) -> None:
     assert not browser.exceptions, browser.exceptions
     assert not [c for c in browser.console if c[0] in ("error", "warning")], browser.console
     assert browser.requests and all(u.startswith("file://") for u in browser.requests), browser.requests
+
+
+def test_runs_of_other_suites_add_up_in_a_column(tmp_path: Path) -> None:
+    """A newer run of another suite does not hide the older run's items (or their failures) in the same column."""
+    from harness.cli import main
+
+    _write(tmp_path / "runs" / "ops.jsonl", _header("ops1", 10), [_rec("op.add.a", "xnnpack", "FAIL_LOWER")])
+    _write(tmp_path / "runs" / "models.jsonl", _header("mod1", 15), [_rec("model.mlp", "xnnpack", "PASS", op=None)])
+    assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site")]) == 0
+    data = _json_in(tmp_path / "site" / "index.html")
+    assert sorted(r[0] for r in data["rows"]) == ["model.mlp[float32,static]", "op.add.a[float32,static]"]
+    hist = json.loads((tmp_path / "site" / "history.json").read_text())[0]
+    assert hist["failing"]["op.add.a[float32,static]"]["overdue"] is True  # failing since day 10, newest input day 15

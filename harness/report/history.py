@@ -59,7 +59,7 @@ class ColumnHistory:
     points: list[Point] = field(default_factory=list)
     # (previous run, run, rows that went passing → failing, rows that went failing → passing), oldest first
     changes: list[tuple[Run, Run, list[str], list[str]]] = field(default_factory=list)
-    ages: dict[str, Age] = field(default_factory=dict)  # failing rows of the newest run
+    ages: dict[str, Age] = field(default_factory=dict)  # rows whose newest record fails
     flaky: dict[str, list[str]] = field(default_factory=dict)  # row -> the statuses it flipped between
 
     @property
@@ -88,6 +88,16 @@ def _outcome(rec: Record | None) -> str:
     return "other"
 
 
+def latest(runs: list[tuple[Run, dict[str, Record]]]) -> dict[str, tuple[Run, Record]]:
+    """Each row's newest record in a column, with its run: runs of different suites or subsets add up, a newer
+    run of the same item supersedes an older one."""
+    out: dict[str, tuple[Run, Record]] = {}
+    for run, recs in runs:
+        for row, rec in recs.items():
+            out[row] = (run, rec)
+    return out
+
+
 def column_history(column: Column, runs: list[tuple[Run, dict[str, Record]]], now: datetime) -> ColumnHistory:
     h = ColumnHistory(column)
     for run, recs in runs:
@@ -98,21 +108,19 @@ def column_history(column: Column, runs: list[tuple[Run, dict[str, Record]]], no
         broke = sorted(r for r, rec in recs.items() if _outcome(rec) == "fail" and _outcome(prev_recs.get(r)) == "pass")
         fixed = sorted(r for r, rec in recs.items() if _outcome(rec) == "pass" and _outcome(prev_recs.get(r)) == "fail")
         h.changes.append((prev, run, broke, fixed))
-    if runs:
-        newest, newest_recs = runs[-1]
-        for row, rec in newest_recs.items():
-            if _outcome(rec) != "fail":
-                continue
-            since, streak, last_pass = newest, 0, None
-            for run, recs in reversed(runs):
-                outcome = _outcome(recs.get(row))
-                if outcome == "fail":
-                    since, streak = run, streak + 1
-                elif outcome == "pass":
-                    last_pass = run
-                    break
-                # skipped or absent in a run: neither ends nor extends the streak
-            h.ages[row] = Age(row, since, last_pass, max(now - since.created, timedelta(0)), streak)
+    for row, (newest, rec) in latest(runs).items():  # a run of other suites does not hide an item's failure
+        if _outcome(rec) != "fail":
+            continue
+        since, streak, last_pass = newest, 0, None
+        for run, recs in reversed(runs):
+            outcome = _outcome(recs.get(row))
+            if outcome == "fail":
+                since, streak = run, streak + 1
+            elif outcome == "pass":
+                last_pass = run
+                break
+            # skipped or absent in a run: neither ends nor extends the streak
+        h.ages[row] = Age(row, since, last_pass, max(now - since.created, timedelta(0)), streak)
     by_version: dict[str, list[dict[str, Record]]] = defaultdict(list)
     for run, recs in runs:
         by_version[run.versions_key].append(recs)

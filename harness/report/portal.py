@@ -145,20 +145,21 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
     ratios: dict[str, list[float]] = defaultdict(list)
     delegated: dict[str, float] = {}
     links: dict[tuple[Column, str], str] = {}
-    chunks: dict[str, tuple[Column, Run, list[tuple[str, Record]]]] = {}
+    chunks: dict[str, tuple[Column, list[tuple[str, Run, Record]]]] = {}
+    # a cell is the row's newest record in the column: runs of other suites or subsets add up
+    newest = {col: hist.latest(cols[col]) for col in colkeys}
     for ci, col in enumerate(colkeys):
-        run, recs = cols[col][-1]
-        for pos, row in enumerate(sorted(recs)):
+        for pos, row in enumerate(sorted(newest[col])):
             name = f"c{ci}-{pos // CHUNK}.html"
-            chunks.setdefault(name, (col, run, []))[2].append((row, recs[row]))
+            chunks.setdefault(name, (col, []))[1].append((row, *newest[col][row]))
             links[(col, row)] = f"items/{name}#{item_key(col, row)}"
     nitems = 0
     for ci, col in enumerate(colkeys):
-        run, recs = cols[col][-1]
+        run = cols[col][-1][0]  # the column's newest run
         h = histories[col]
         counts: Counter[str] = Counter()
-        nitems += len(recs)
-        for row, rec in recs.items():
+        nitems += len(newest[col])
+        for row, (_, rec) in newest[col].items():
             st = status_of(rec)
             counts[st.value] += 1
             group = group_of(st)
@@ -219,9 +220,9 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
     try:
         atomic_write_text(out_dir / "history.json", json.dumps([hist.summary(h) for h in histories.values()], indent=1))
         atomic_write_text(out_dir / "matrix.json", json.dumps(data, separators=(",", ":")))
-        for name, (col, run, items) in chunks.items():
+        for name, (col, items) in chunks.items():
             atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col,
-                                                               data=_chunk(col, run, items, cols[col], histories[col])))
+                                                               data=_chunk(col, items, cols[col], histories[col])))
         svg = pending()
         atomic_write_text(out_dir / "index.html", render(
             "portal/index.html.j2", js="portal.js", **common, columns=col_meta, data=data, svg=svg, overdue=overdue, ops=ops,
@@ -262,14 +263,13 @@ def _start(fn: Callable[[Any], T], arg: Any) -> Callable[[], T]:
     return wait
 
 
-def _chunk(col: Column, run: Run, items: list[tuple[str, Record]], history: list[tuple[Run, dict[str, Record]]],
+def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tuple[Run, dict[str, Record]]],
            h: hist.ColumnHistory) -> dict[str, Any]:
     """One item page's data: its items' records (the fields the portal shows, the trace cut to its tail)
     with their reproduce command, failure age and status in each run of the column."""
     runs = [[r.run_id, r.created.strftime("%Y-%m-%d %H:%M"), r.under_test] for r, _ in history]
     out: dict[str, Any] = {}
-    install = install_line(run)
-    for row, rec in items:
+    for row, run, rec in items:
         st = status_of(rec)
         slim: dict[str, Any] = {k: rec[k] for k in COMPACT_KEEP if k in rec}  # type: ignore[literal-required]
         err = _dict(rec.get("error"))
@@ -280,11 +280,12 @@ def _chunk(col: Column, run: Run, items: list[tuple[str, Record]], history: list
         slim["delegate_blobs"] = _list(rec.get("delegate_blobs"))
         age = h.ages.get(row)
         out[item_key(col, row)] = {
-            "row": row, "status": st.value, "group": group_of(st), "rec": slim, "command": reproduce(run, rec), "install": install,
+            "row": row, "status": st.value, "group": group_of(st), "rec": slim, "command": reproduce(run, rec), "install": install_line(run),
+            "run": run.run_id, "under_test": run.under_test, "when": run.created.strftime("%Y-%m-%d %H:%M"),
             "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
             "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],
         }
-    return {"column": col.key, "run": run.run_id, "under_test": run.under_test, "runs": runs, "items": out}
+    return {"column": col.key, "runs": runs, "items": out}
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -42,7 +42,7 @@
     var rec = obj(it.rec), part = obj(rec.partition), lat = obj(rec.latency_ms), err = obj(rec.error), xf = obj(rec.xfail);
     document.title = it.row + ' · ' + data.column;
     var h = el('h1'); h.appendChild(el('code', rec.id)); main.appendChild(h);
-    main.appendChild(el('p', data.column + ' · run ' + data.run + ' · ' + data.under_test, 'meta'));
+    main.appendChild(el('p', data.column + ' · run ' + it.run + ' (' + it.when + ') · ' + it.under_test, 'meta'));
     var blobs = list(rec.delegate_blobs).map(function (b) { return obj(b).backend + ' blob ' + obj(b).bytes + ' bytes'; });
     main.appendChild(facts([
       ['status', it.status, 's ' + it.group, 'status'],
