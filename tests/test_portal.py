@@ -235,3 +235,16 @@ def test_runs_of_other_suites_add_up_in_a_column(tmp_path: Path) -> None:
     assert sorted(r[0] for r in data["rows"]) == ["model.mlp[float32,static]", "op.add.a[float32,static]"]
     hist = json.loads((tmp_path / "site" / "history.json").read_text())[0]
     assert hist["failing"]["op.add.a[float32,static]"]["overdue"] is True  # failing since day 10, newest input day 15
+
+
+def test_hostile_headers_and_records_do_not_break_the_build(tmp_path: Path) -> None:
+    from harness.cli import main
+
+    header = {**_header("h1", 12), "versions": "x", "upstream": ["no"], "recipe_info": [1], "recipes": 5, "shard": ["1/2"],
+              "argv": "run", "created": "not a time", "run_id": {"a": 1}}
+    recs = [_rec("op.add.a", "xnnpack", "FAIL_RUN", outputs="x", partition=[1], stages={"lower": "slow"}, error="boom",
+                 baseline={"latency_ratio": "inf"}, accuracy=[1], xfail="y", attempts={"a": 1}),
+            _rec("op.add.b", "xnnpack", "PASS", outputs=[None, {"max_abs": "nan", "sqnr_db": {}}])]
+    _write(tmp_path / "runs" / "h.jsonl", header, recs)
+    assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "hist")]) == 0
+    assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 2

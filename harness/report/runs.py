@@ -101,6 +101,20 @@ def find_files(paths: list[Path]) -> list[Path]:
     return out
 
 
+def clean_header(h: Header) -> Header:
+    """The header's fields the portal reads, each of the type it expects whatever the file held (a results
+    file is untrusted: a hostile or hand-edited one must not break the build)."""
+    out: dict[str, Any] = dict(h)
+    for key in ("versions", "upstream", "recipe_info", "recipes"):
+        out[key] = out[key] if isinstance(out.get(key), dict) else {}
+    out["recipe_info"] = {str(k): v for k, v in out["recipe_info"].items() if isinstance(v, dict)}
+    for key in ("argv", "suites", "merged_from"):
+        out[key] = out[key] if isinstance(out.get(key), list) else []
+    out["shard"] = str(out["shard"]) if isinstance(out.get("shard"), (str, int)) and out.get("shard") else None
+    out["run_id"] = str(out.get("run_id") or "?")[:200]
+    return out  # type: ignore[return-value]
+
+
 def _signature(h: Header) -> str:
     argv = [a for a in (h.get("argv") or []) if not str(a).startswith("--shard")]
     shard = str(h.get("shard") or "")
@@ -115,7 +129,7 @@ def load_runs(paths: list[Path]) -> list[Run]:
     runs: list[Run] = []
     seen: set[str] = set()
     open_shards: dict[str, list[tuple[Run, set[str]]]] = defaultdict(list)
-    loaded = [(f, *read_results(f)) for f in files]
+    loaded = [(f, clean_header(h), recs) for f in files for h, recs in [read_results(f)]]
     loaded.sort(key=lambda t: (parse_time(t[1].get("created")), str(t[0])))
     # a merged file and the shards it was merged from: the merged one stands for them
     merged = {str(m.get("run_id")) for _, h, _ in loaded if not h.get("shard")
