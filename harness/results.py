@@ -219,6 +219,8 @@ def read_results(path: Path) -> tuple[Header, list[Record]]:
         if obj["kind"] == "header":
             if header is not None or records:
                 raise ResultsError(f"{path}:{lineno}: second header line (use `bti merge` to join runs)")
+            if not isinstance(obj.get("schema", 0), int):
+                raise ResultsError(f"{path}:{lineno}: the header's schema is not a number")
             if obj.get("schema", 0) > SCHEMA:
                 raise ResultsError(f"{path}: schema {obj.get('schema')} is newer than this bti ({SCHEMA})")
             header = obj  # type: ignore[assignment]
@@ -227,8 +229,8 @@ def read_results(path: Path) -> tuple[Header, list[Record]]:
             Status(str(obj.get("status")))
         except ValueError:
             raise ResultsError(f"{path}:{lineno}: unknown status {obj.get('status')!r}") from None
-        if "id" not in obj:
-            raise ResultsError(f"{path}:{lineno}: result without an id")
+        if not isinstance(obj.get("id"), str):
+            raise ResultsError(f"{path}:{lineno}: result without an id (a string)")
         records.append(obj)  # type: ignore[arg-type]
     if header is None:
         raise ResultsError(f"{path}: no header line; not a bti results file")

@@ -241,10 +241,11 @@ def test_hostile_headers_and_records_do_not_break_the_build(tmp_path: Path) -> N
     from harness.cli import main
 
     header = {**_header("h1", 12), "versions": "x", "upstream": ["no"], "recipe_info": [1], "recipes": 5, "shard": ["1/2"],
-              "argv": "run", "created": "not a time", "run_id": {"a": 1}}
+              "argv": "run", "created": "0001-01-01T00:00:00+00:00", "run_id": {"a": 1}}
     recs = [_rec("op.add.a", "xnnpack", "FAIL_RUN", outputs="x", partition=[1], stages={"lower": "slow"}, error="boom",
                  baseline={"latency_ratio": "inf"}, accuracy=[1], xfail="y", attempts={"a": 1}),
-            _rec("op.add.b", "xnnpack", "PASS", outputs=[None, {"max_abs": "nan", "sqnr_db": {}}])]
+            _rec("op.add.b", "xnnpack", "PASS", outputs=[None, {"max_abs": "nan", "sqnr_db": {}}], axes="x"),
+            _rec("model.m", "xnnpack", "PASS", op=None, partition={"total_nodes": 1, "delegated_nodes": 10**400})]
     _write(tmp_path / "runs" / "h.jsonl", header, recs)
     assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "hist")]) == 0
-    assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 2
+    assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 3

@@ -70,7 +70,7 @@ def _glob_escape(text: str) -> str:
 
 def reproduce(run: Run, rec: Record) -> str:
     """The command that runs this one item again (every value shell-quoted: ids come from results)."""
-    axes = rec.get("axes") or {}
+    axes = _dict(rec.get("axes"))
     cmd = ["bti", "run", "-s", str(rec.get("suite") or "ops"), "-r", str(rec.get("recipe")), "-k", _glob_escape(str(rec.get("case") or rec["id"]))]
     if axes.get("dtype"):
         cmd += ["--dtype", str(axes["dtype"])]
@@ -189,7 +189,7 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
             part = _dict(rec.get("partition"))
             total = part.get("total_nodes")
             if meta["model"] and isinstance(total, int) and total > 0 and isinstance(part.get("delegated_nodes"), int):
-                delegated[f"{row} · {col.recipe}"] = 100.0 * part["delegated_nodes"] / total
+                delegated[f"{row} · {col.recipe}"] = 100.0 * min(max(part["delegated_nodes"], 0), total) / total
         counts_by_col[col.key] = counts
         i = info.get(col.recipe, {})
         col_meta.append({"key": col.key, "recipe": col.recipe, "machine": col.machine, "run": run.run_id,

@@ -80,11 +80,13 @@ class Column:
 
 
 def parse_time(value: Any) -> datetime:
+    epoch = datetime.fromtimestamp(0, UTC)
     try:
         t = datetime.fromisoformat(str(value))
     except ValueError:
-        return datetime.fromtimestamp(0, UTC)
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+        return epoch
+    t = t if t.tzinfo else t.replace(tzinfo=UTC)
+    return max(t, epoch)  # a date before 1970 (year 1) is a broken header, and date arithmetic on it overflows
 
 
 def find_files(paths: list[Path]) -> list[Path]:
