@@ -245,7 +245,8 @@ def test_hostile_headers_and_records_do_not_break_the_build(tmp_path: Path) -> N
     recs = [_rec("op.add.a", "xnnpack", "FAIL_RUN", outputs="x", partition=[1], stages={"lower": "slow"}, error="boom",
                  baseline={"latency_ratio": "inf"}, accuracy=[1], xfail="y", attempts={"a": 1}),
             _rec("op.add.b", "xnnpack", "PASS", outputs=[None, {"max_abs": "nan", "sqnr_db": {}}], axes="x"),
-            _rec("model.m", "xnnpack", "PASS", op=None, partition={"total_nodes": 1, "delegated_nodes": 10**400})]
+            _rec("model.m", "xnnpack", "PASS", op=None, partition={"total_nodes": 1, "delegated_nodes": 10**400}),
+            _rec("model.x$\\foo{$", "xnnpack", "PASS", op=None, partition={"total_nodes": 2, "delegated_nodes": 1})]  # mathtext
     _write(tmp_path / "runs" / "h.jsonl", header, recs)
     assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "hist")]) == 0
-    assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 3
+    assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 4

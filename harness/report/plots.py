@@ -26,7 +26,8 @@ def _plt() -> Any:
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.hashsalt": "bti", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
+    # text.parse_math off: a recipe or case name with "$…$" is text, never mathtext (which can fail to parse)
+    plt.rcParams.update({"text.parse_math": False, "svg.hashsalt": "bti", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
                          "axes.spines.right": False})
     return plt
 

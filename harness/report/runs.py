@@ -163,6 +163,8 @@ def load_runs(paths: list[Path]) -> list[Run]:
         runs.append(Run(header, records, [str(path)]))
     for run in runs:
         run.records = list(latest_by_id(run.records).values())
+        if len(run.header.get("merged_from") or []) > 1:
+            run.header["shard"] = None  # joined: a whole run now (its history copy names the shards it stands for)
     runs.sort(key=lambda r: (r.created, r.run_id))
     return runs
 
