@@ -170,15 +170,21 @@ def test_readme_tables(tmp_path: Path, runs_dir: Path) -> None:
     hostile = _rec("model.<!-- bti:models:end -->@x", "xnnpack", "FAIL_RUN", op=None)
     results = _write(tmp_path / "r.jsonl", _header("r", 15), [*_day(15, "FAIL_MISMATCH", "FAIL_LOWER"), hostile])
     readme = tmp_path / "README.md"
-    readme.write_text("# Vendor\nkeep me\n<!-- bti:models:begin -->\nold\n<!-- bti:models:end -->\nmiddle\n"
-                      "<!-- bti:ops:begin --><!-- bti:ops:end -->\ntail\n")
+    readme.write_text("# Vendor\nkeep me: `<!-- bti:models:begin -->` quoted\n<!-- bti:models:begin -->\nold\n<!-- bti:models:end -->\n"
+                      "middle\n<!-- bti:ops:begin -->\n<!-- bti:ops:end -->\ntail\n")
     for _ in range(2):  # idempotent: a second run finds the same markers
         assert main(["report", str(results), "-o", str(tmp_path / "out"), "--format", "md", "--readme-table", str(readme), "--quiet"]) == 0
     text = readme.read_text()
-    assert text.startswith("# Vendor\nkeep me\n") and "\nmiddle\n" in text and text.endswith("tail\n") and "old" not in text
-    assert text.count("<!-- bti:models:end -->") == 1 and text.count("<!-- bti:models:begin -->") == 1
+    assert text.startswith("# Vendor\nkeep me: `<!-- bti:models:begin -->` quoted\n") and "\nmiddle\n" in text
+    assert text.endswith("tail\n") and "old" not in text  # the quoted marker is prose, left alone
+    assert text.count("<!-- bti:models:end -->") == 1 and text.count("<!-- bti:models:begin -->") == 2
     assert "| model.mlp | — | ✅ |" in text  # portable ran no model: —
     assert "| aten::convolution.default | ✅ 1/1 | ❌ 0/1 |" in text and "| aten::add.Tensor | ✅ 1/1 | ❌ 0/1 |" in text
+    crlf = tmp_path / "crlf.md"
+    crlf.write_bytes(b"a\r\n<!-- bti:ops:begin -->\r\n<!-- bti:ops:end -->\r\nb\r\n")
+    assert main(["report", str(results), "-o", str(tmp_path / "out"), "--format", "md", "--readme-table", str(crlf), "--quiet"]) == 0
+    raw = crlf.read_bytes()
+    assert raw.startswith(b"a\r\n") and raw.endswith(b"<!-- bti:ops:end -->\r\nb\r\n") and raw.count(b"\n") == raw.count(b"\r\n")
     plain = tmp_path / "plain.md"
     plain.write_text("no markers\n")
     assert main(["report", str(results), "-o", str(tmp_path / "out"), "--format", "md", "--readme-table", str(plain), "--quiet"]) == 2

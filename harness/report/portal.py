@@ -23,7 +23,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ from harness.report import history as hist
 from harness.report import plots
 from harness.report.runs import COMPACT_KEEP, Column, Run, columns, compact, load_runs, prune
 from harness.report.templating import render
-from harness.results import Record, as_float, atomic_write_text, status_of
+from harness.results import Record, as_float, atomic_write_text, clean, status_of
 from harness.status import Status
 
 STATUS_GROUPS = ("pass", "undelegated", "xfail", "skipped", "failing")
@@ -120,9 +120,12 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
     if keep_history is not None:
         try:
             keep_history.mkdir(parents=True, exist_ok=True)
-            for run in runs:
-                compact(run, keep_history)
-            prune(keep_history, max(r.created for r in runs) - timedelta(days=history_days))
+            before = set(keep_history.glob("*.jsonl.gz"))
+            kept = {compact(run, keep_history) for run in runs} - before  # the copies this build wrote
+            # the cutoff never runs ahead of the wall clock (a runner with a skewed clock cannot wipe the history),
+            # and the copies this build wrote stay (a run without a date is not dropped the moment it is kept)
+            latest_run = min(max(r.created for r in runs), datetime.now(UTC))
+            prune(keep_history, latest_run - timedelta(days=history_days), keep=kept)
         except OSError as exc:
             raise UserError(f"{keep_history}: cannot write the history copies: {exc.strerror}") from None
     cols = columns(runs)
@@ -222,10 +225,10 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
         atomic_write_text(out_dir / "matrix.json", json.dumps(data, separators=(",", ":")))
         for name, (col, items) in chunks.items():
             atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col,
-                                                               data=_chunk(col, items, cols[col], histories[col])))
+                                                               data=clean(_chunk(col, items, cols[col], histories[col]))))
         svg = pending()
         atomic_write_text(out_dir / "index.html", render(
-            "portal/index.html.j2", js="portal.js", **common, columns=col_meta, data=data, svg=svg, overdue=overdue, ops=ops,
+            "portal/index.html.j2", js="portal.js", **common, columns=clean(col_meta), data=clean(data), svg=svg, overdue=overdue, ops=ops,
             models=models, fix_hours=int(hist.FIX_WITHIN.total_seconds() // 3600), nitems=nitems))
         atomic_write_text(out_dir / "history.html", render(
             "portal/history.html.j2", **common, histories=[_history_view(c, h, links) for c, h in histories.items()], svg=svg))

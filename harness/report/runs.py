@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -212,10 +213,15 @@ def compact(run: Run, dest_dir: Path) -> Path:
     return path
 
 
-def prune(dest_dir: Path, before: datetime) -> list[Path]:
-    """Remove the history copies (``compact``'s names only) of runs made before ``before``."""
+HISTORY_NAME = re.compile(r"[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9]{1,32}\.jsonl\.gz")  # compact's names
+
+
+def prune(dest_dir: Path, before: datetime, keep: set[Path] | frozenset[Path] = frozenset()) -> list[Path]:
+    """Remove the history copies (``compact``'s names only, none in ``keep``) of runs made before ``before``."""
     gone = []
     for path in dest_dir.glob("*.jsonl.gz"):
+        if path in keep or not HISTORY_NAME.fullmatch(path.name):
+            continue
         try:
             made = datetime.strptime(path.name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
         except ValueError:

@@ -102,7 +102,10 @@ def worst_sqnr(records: list[Record], limit: int = 10) -> list[tuple[float, Reco
 
 
 def fmt_num(value: Any, digits: int = 3) -> str:
-    v = as_float(value)
+    try:
+        v = as_float(value)
+    except (TypeError, ValueError, OverflowError):  # a hostile file's list, dict or word where a number goes
+        return "—" if not isinstance(value, str) else value[:40]
     if v is None:
         return "—"
     if math.isinf(v):

@@ -89,17 +89,20 @@ def ops_table(records: list[Record]) -> str:
 
 def replace_between(text: str, begin: str, end: str, body: str) -> tuple[str, bool]:
     """``text`` with what lies between the first ``begin`` and the next ``end`` replaced by ``body``."""
-    m = re.search(re.escape(begin) + r".*?" + re.escape(end), text, re.S)
+    # markers count only on a line of their own (a marker quoted in prose or in `code` is left alone)
+    m = re.search(r"(?m)^[ \t]*" + re.escape(begin) + r"[ \t]*\r?$.*?^[ \t]*" + re.escape(end) + r"[ \t]*(?=\r?$)", text, re.S)
     if m is None:
         return text, False
-    return text[: m.start()] + begin + "\n" + body + "\n" + end + text[m.end():], True
+    nl = "\r\n" if "\r\n" in text else "\n"
+    return text[: m.start()] + begin + nl + body.replace("\n", nl) + nl + end + text[m.end():], True
 
 
 def update_readme(path: Path, records: list[Record]) -> list[str]:
     """Fill every marker pair ``path`` holds; returns the tables written. One line (exit 2) when the file
     cannot be read or holds no marker pair."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="") as fh:  # CRLF stays CRLF
+            text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read the README: {getattr(exc, 'strerror', None) or exc}") from None
     done = []

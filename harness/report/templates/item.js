@@ -35,8 +35,9 @@
   }
   function kv(o) { return Object.keys(obj(o)).map(function (k) { return k + ' ' + num(o[k]); }).join(' · '); }
   function draw() {
-    var key = decodeURIComponent(location.hash.slice(1));
-    var it = data.items[key];
+    var key = location.hash.slice(1);
+    try { key = decodeURIComponent(key); } catch (e) { /* a malformed fragment is looked up as written */ }
+    var it = Object.prototype.hasOwnProperty.call(data.items, key) ? data.items[key] : null;
     main.replaceChildren();
     if (!it) { main.appendChild(el('p', 'No item ' + key + ' on this page.', 'meta')); return; }
     var rec = obj(it.rec), part = obj(rec.partition), lat = obj(rec.latency_ms), err = obj(rec.error), xf = obj(rec.xfail);
