@@ -518,7 +518,9 @@ def _plain(value: Any) -> Any:
 def _setup_url(name: str, value: Any) -> str:
     if value is None:
         return ""
-    s = str(value).strip()
-    if not s.startswith(("https://", "http://")) or any(c.isspace() for c in s):
-        raise RecipeError(f"recipe {name}: setup must be an http(s) URL, got {s[:80]!r}")
-    return s
+    from harness.report.safe import http_url
+
+    url = http_url(value)
+    if not url:
+        raise RecipeError(f"recipe {name}: setup must be an http(s) URL, got {str(value).strip()[:80]!r}")
+    return url

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+
+from tests.cdp import chromium
 
 INJECTED = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
 
@@ -69,17 +69,8 @@ def test_dashboard_is_complete_and_escaped(dashboard: Path) -> None:
     assert "Failures (1)" in text
 
 
-def _chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing (make test installs Debian's chromium)")
-        pytest.skip("chromium is not installed (make test installs it)")
-    return path
-
-
 def _dom(url: str, tmp_path: Path) -> str:
-    args = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    args = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=3000", "--dump-dom", url]
     return subprocess.run(args, capture_output=True, text=True, timeout=120, check=True).stdout

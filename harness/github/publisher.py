@@ -7,7 +7,6 @@ import functools
 import hashlib
 import io
 import itertools
-import re
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -36,9 +35,6 @@ query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
 }"""
 MAX_DISPATCH_KEYS = 10
 MAX_EVENT_TYPE = 100
-
-
-HISTORY_NAME = re.compile(r"[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9]{1,32}\.jsonl\.gz")  # harness.report.runs.compact
 
 
 @dataclass(frozen=True)
@@ -230,6 +226,8 @@ class Publisher:
     def history_files(self, name: str, branch: str, dest: Path, max_bytes: int = 2 * 2**30) -> tuple[list[Path], str]:
         """The portal's history copies (``<time>-<run id>.jsonl.gz``) in the newest artifact ``name`` from a run
         on ``branch``, extracted flat into ``dest``; any other member (or a path in a name) is ignored."""
+        from harness.report.runs import HISTORY_NAME
+
         data, why, run = self._newest_artifact(name, branch, max_bytes)
         if data is None:
             return [], why

@@ -30,19 +30,14 @@ from typing import Any, TypeVar
 from harness.errors import UserError
 from harness.report import history as hist
 from harness.report import plots
-from harness.report.runs import COMPACT_KEEP, Column, Run, columns, compact, load_runs, prune
+from harness.report.runs import Column, Run, columns, compact, load_runs, prune, slim_record
+from harness.report.safe import http_url
 from harness.report.templating import render
 from harness.results import Record, as_float, atomic_write_text, clean, status_of
 from harness.status import Status
 
 STATUS_GROUPS = ("pass", "undelegated", "xfail", "skipped", "failing")
 T = TypeVar("T")
-
-
-def safe_url(value: Any) -> str:
-    """A link target from a results file or recipe: http(s) only (no ``javascript:``), else empty."""
-    s = str(value or "").strip()
-    return s if s.startswith(("https://", "http://")) and not any(c.isspace() for c in s) else ""
 
 
 def group_of(status: Status) -> str:
@@ -97,17 +92,23 @@ class Site:
     seconds: float
 
 
-def _worst_abs(rec: Record) -> float | None:
+def _stat(rec: Record, key: str) -> list[float]:
+    """``key`` of each output of ``rec`` that holds a number (a hostile file's other values are skipped)."""
     vals = []
     for o in _list(rec.get("outputs")):
         if not isinstance(o, dict):
             continue
         try:
-            v = as_float(o.get("max_abs"))
+            v = as_float(o.get(key))
         except (TypeError, ValueError):
             continue
         if v is not None:
-            vals.append(v if not math.isnan(v) else math.inf)
+            vals.append(v)
+    return vals
+
+
+def _worst_abs(rec: Record) -> float | None:
+    vals = [v if not math.isnan(v) else math.inf for v in _stat(rec, "max_abs")]
     return max(vals) if vals else None
 
 
@@ -177,15 +178,7 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
             worst = _worst_abs(rec)
             if worst is not None:
                 buckets[plots.bucket_of(worst)] += 1
-            for o in _list(rec.get("outputs")):
-                if not isinstance(o, dict):
-                    continue
-                try:
-                    v = as_float(o.get("sqnr_db"))
-                except (TypeError, ValueError):
-                    continue
-                if v is not None and not math.isnan(v):
-                    sqnr.append(v)
+            sqnr.extend(v for v in _stat(rec, "sqnr_db") if not math.isnan(v))
             ratio = _dict(rec.get("baseline")).get("latency_ratio")
             if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0 and math.isfinite(ratio):
                 ratios[col.key].append(float(ratio))
@@ -197,7 +190,7 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
         i = info.get(col.recipe, {})
         col_meta.append({"key": col.key, "recipe": col.recipe, "machine": col.machine, "run": run.run_id,
                          "created": run.created.strftime("%Y-%m-%d %H:%M UTC"), "under_test": run.under_test,
-                         "setup": safe_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
+                         "setup": http_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
                          "description": str(i.get("description") or ""), "runs": len(cols[col]),
                          "counts": dict(sorted(counts.items())), "groups": dict(Counter(group_of(Status(s)) for s in counts.elements())),
                          "passed": sum(n for s, n in counts.items() if Status(s).is_pass),
@@ -274,12 +267,7 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
     out: dict[str, Any] = {}
     for row, run, rec in items:
         st = status_of(rec)
-        slim: dict[str, Any] = {k: rec[k] for k in COMPACT_KEEP if k in rec}  # type: ignore[literal-required]
-        err = _dict(rec.get("error"))
-        if err:
-            trace = str(err.get("trace") or "")
-            slim["error"] = {"type": str(err.get("type", "")), "message": str(err.get("message", ""))[:4000],
-                             "trace": ("…" + trace[-4000:]) if len(trace) > 4000 else trace}
+        slim = slim_record(rec, 4000, mark="…")
         slim["delegate_blobs"] = _list(rec.get("delegate_blobs"))
         age = h.ages.get(row)
         out[item_key(col, row)] = {

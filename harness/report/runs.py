@@ -191,6 +191,18 @@ def row_of(rec: Record) -> str:
     return str(rec["id"]).rsplit("@", 1)[0]
 
 
+def slim_record(rec: Record, limit: int, mark: str = "") -> dict[str, Any]:
+    """The fields the portal reads of ``rec`` (``COMPACT_KEEP``), with an error (when it is an object) cut to
+    ``limit`` characters of message and the tail of its trace, ``mark`` put before a trace that was cut."""
+    slim: dict[str, Any] = {k: rec[k] for k in COMPACT_KEEP if k in rec}  # type: ignore[literal-required]
+    err = rec.get("error")
+    if isinstance(err, dict) and err:
+        trace = str(err.get("trace") or "")
+        slim["error"] = {"type": str(err.get("type", "")), "message": str(err.get("message", ""))[:limit],
+                         "trace": mark + trace[-limit:] if len(trace) > limit else trace}
+    return slim
+
+
 def compact(run: Run, dest_dir: Path) -> Path:
     """Write a history copy of ``run``: a gzipped results file of the fields the portal reads (errors'
     traces and artifacts dropped), named by its time and run id. Returns the path (kept if present)."""
@@ -202,13 +214,7 @@ def compact(run: Run, dest_dir: Path) -> Path:
     if path.exists():
         return path
     lines = [dumps(run.header)]
-    for rec in run.records:
-        slim = {k: rec[k] for k in COMPACT_KEEP if k in rec}  # type: ignore[literal-required]
-        err = rec.get("error")
-        if isinstance(err, dict):
-            slim["error"] = {"type": str(err.get("type", "")), "message": str(err.get("message", ""))[:2000],
-                             "trace": str(err.get("trace", ""))[-2000:]}
-        lines.append(dumps(slim))
+    lines.extend(dumps(slim_record(rec, 2000)) for rec in run.records)
     atomic_write_bytes(path, gzip.compress(("\n".join(lines) + "\n").encode("utf-8", "replace"), mtime=0))
     return path
 

@@ -57,3 +57,9 @@ def xml_text(text: object, limit: int = 4000) -> str:
     characters (``]]>`` and markup are escaped by the writer itself)."""
     s = _XML_FORBIDDEN.sub("\ufffd", str(text))
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def http_url(value: object) -> str:
+    """A link target from a results file or a recipe: an http(s) URL without spaces (no ``javascript:``), else ""."""
+    s = str(value or "").strip()
+    return s if s.startswith(("https://", "http://")) and not any(c.isspace() for c in s) else ""

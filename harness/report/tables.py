@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import UserError
@@ -35,56 +36,48 @@ def _symbol(status: Status) -> str:
     return "—"
 
 
-def models_table(records: list[Record]) -> str:
+def _table(records: list[Record], head: str, key: Callable[[Record], str | None], cell: Callable[[list[Status]], str],
+           empty: str, legend: str) -> str:
+    """One row per ``key`` (records whose key is None are left out), one column per recipe; ``cell`` renders the
+    statuses of a row's items on a recipe ("—" when it has none)."""
     recipes = sorted({str(r.get("recipe")) for r in records})
     cells: dict[str, dict[str, list[Status]]] = defaultdict(lambda: defaultdict(list))
     for rec in records:
-        if rec.get("op"):
-            continue
-        cells[str(rec.get("case") or rec["id"])][str(rec.get("recipe"))].append(status_of(rec))
+        k = key(rec)
+        if k is not None:
+            cells[k][str(rec.get("recipe"))].append(status_of(rec))
     if not cells:
-        return "_No model results._"
-    lines = ["| model | " + " | ".join(safe.inline(r, 60) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
-    for model in sorted(cells):
-        row = []
-        for r in recipes:
-            sts = cells[model].get(r)
-            if not sts:
-                row.append("—")
-                continue
-            worst = next((s for s in sts if s.is_failure), None) or next((s for s in sts if s is Status.XFAIL), None) or sts[0]
-            row.append(_symbol(worst) + (f" {sum(s.is_pass for s in sts)}/{len(sts)}" if len(sts) > 1 else ""))
-        lines.append(f"| {safe.inline(model, 80)} | " + " | ".join(row) + " |")
-    lines.append("")
-    lines.append("✅ passed · 🟡 passed, not (fully) delegated · ❌ failed · xfail: a known failure · —: not run. "
-                 "With several dtype/shape variants: passed/total.")
-    return "\n".join(lines)
+        return empty
+    lines = [f"| {head} | " + " | ".join(safe.inline(r, 60) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
+    for name in sorted(cells):
+        row = [cell(sts) if (sts := cells[name].get(r)) else "—" for r in recipes]
+        lines.append(f"| {safe.inline(name, 80)} | " + " | ".join(row) + " |")
+    return "\n".join([*lines, "", legend])
+
+
+def _model_cell(sts: list[Status]) -> str:
+    worst = next((s for s in sts if s.is_failure), None) or next((s for s in sts if s is Status.XFAIL), None) or sts[0]
+    return _symbol(worst) + (f" {sum(s.is_pass for s in sts)}/{len(sts)}" if len(sts) > 1 else "")
+
+
+def _op_cell(sts: list[Status]) -> str:
+    ran = [s for s in sts if s not in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED)]
+    if not ran:
+        return "—"
+    full = sum(s is Status.PASS for s in ran)
+    passed = sum(s.is_pass and s is not Status.XFAIL for s in ran)
+    return f"{'✅' if full == len(ran) else '🟡' if passed else '❌'} {passed}/{len(ran)}"
+
+
+def models_table(records: list[Record]) -> str:
+    return _table(records, "model", lambda r: None if r.get("op") else str(r.get("case") or r["id"]), _model_cell,
+                  "_No model results._", "✅ passed · 🟡 passed, not (fully) delegated · ❌ failed · xfail: a known failure · "
+                  "—: not run. With several dtype/shape variants: passed/total.")
 
 
 def ops_table(records: list[Record]) -> str:
-    recipes = sorted({str(r.get("recipe")) for r in records})
-    cells: dict[str, dict[str, list[Status]]] = defaultdict(lambda: defaultdict(list))
-    for rec in records:
-        if rec.get("op"):
-            cells[str(rec["op"])][str(rec.get("recipe"))].append(status_of(rec))
-    if not cells:
-        return "_No operator results._"
-    lines = ["| op | " + " | ".join(safe.inline(r, 60) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
-    for op in sorted(cells):
-        row = []
-        for r in recipes:
-            sts = [s for s in cells[op].get(r, []) if s not in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED)]
-            if not sts:
-                row.append("—")
-                continue
-            full = sum(s is Status.PASS for s in sts)
-            passed = sum(s.is_pass and s is not Status.XFAIL for s in sts)
-            mark = "✅" if full == len(sts) else "🟡" if passed else "❌"
-            row.append(f"{mark} {passed}/{len(sts)}")
-        lines.append(f"| {safe.inline(op, 80)} | " + " | ".join(row) + " |")
-    lines.append("")
-    lines.append("✅ every item passed, delegated · 🟡 some passed or ran undelegated · ❌ none passed · —: not run (passed/items).")
-    return "\n".join(lines)
+    return _table(records, "op", lambda r: str(r["op"]) if r.get("op") else None, _op_cell, "_No operator results._",
+                  "✅ every item passed, delegated · 🟡 some passed or ran undelegated · ❌ none passed · —: not run (passed/items).")
 
 
 def replace_between(text: str, begin: str, end: str, body: str) -> tuple[str, bool]:
