@@ -66,6 +66,22 @@ float32 tensor with a Python float in float32 (the scalar is rounded to float32 
 rounded to float32 (``numpy.float32``) before the comparison: the same booleans, the same bins, the
 same calls to ``_compute_quantization_error`` and the same result. Only float32 CPU histograms take
 this path; anything else runs torchao's method.
+
+7. Provenance. Every node a pass creates records where it came from: ``torch.fx.traceback.NodeSource``,
+whose constructor deep-copies the source node's whole ancestry (``copy.deepcopy(node.meta["from_node"])``).
+The chains grow with every pass, so lowering spent ~15% of its time copying them. bti's constructor
+shares the ancestors in a list of its own instead. Nothing changes a NodeSource once it is built (torch
+and executorch only read ``from_node``, walking it for debug handles; its two caches are functions of its
+contents), so the shared ancestry equals the copy: the same ``to_dict()``, ``==`` and hash.
+
+8. ``GraphModule.recompile``. Lowering calls it after nearly every pass (~250 times per int8 item; each
+generates the Python source of the graph and compiles it), yet reads the code of few of those graphs.
+Inside ``lazy_recompile()`` (bti's ExecuTorch ``lower`` and ``serialize``) it does the cheap part at once
+(pytree specs, the wrapped ``__call__``, submodules) and leaves the source to the first read of
+``forward``, ``code`` or the attributes recompile sets: the same design as torch's own ``_LazyGraphModule``,
+applied to every GraphModule. The code is generated from the graph as it is when first read, which is
+what an eager recompile after the last change would have produced. Pickling starts from a real
+recompile. Outside the scope torch's method runs unchanged.
 """
 
 from __future__ import annotations
@@ -137,9 +153,9 @@ def enable_typing_cache() -> bool:
 
 
 def enable_all() -> bool:
-    """Speedups 1, 2, 4, 5 and 6 (3 is ``enable_gc_policy``, called just before workers fork)."""
+    """Speedups 1, 2, 4, 5, 6, 7 and 8 (3 is ``enable_gc_policy``, called just before workers fork)."""
     return (enable_cia_cache() and enable_typing_cache() and enable_fast_override() and enable_pattern_cache()
-            and enable_histogram_search())
+            and enable_histogram_search() and enable_shared_provenance() and enable_lazy_recompile())
 
 
 _PATTERNS: dict[Any, Any] = {}
@@ -481,4 +497,178 @@ def enable_cia_cache() -> bool:
         if mod is not None and getattr(mod, "_collect_all_valid_cia_ops", None) is original:
             setattr(mod, "_collect_all_valid_cia_ops", cached)  # noqa: B010  (torch re-exports it under several names)
     _ORIGINAL = original
+    return True
+
+
+# -- speedup 7: provenance shared, not deep-copied -------------------------------------------------
+
+_NODE_SOURCE_ORIGINAL: Any = None
+
+
+def _node_source_init(self: Any, node: Any, pass_name: str = "", action: Any = None) -> None:
+    """``torch.fx.traceback.NodeSource.__init__`` with the ancestors shared instead of deep-copied
+    (speedup 7). A NodeSource is never changed once built (torch and executorch only read
+    ``from_node``; the two caches it fills on first use are functions of its contents), so a
+    shared ancestor and a deep copy of it are the same value. Anything but a list of NodeSource
+    objects is still deep-copied."""
+    import copy
+
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    self.pass_name = pass_name
+    if action is None:
+        action = []
+    elif not isinstance(action, list):
+        action = [action]
+    for a in action:
+        if not isinstance(a, NodeSourceAction):
+            raise AssertionError(f"Expected NodeSourceAction, got {type(a)}")
+    self.action = action
+    if node:
+        self.node_info = self.NodeInfo(name=node.name, target=str(node.target), graph_id=id(node.graph))
+        ancestors = node.meta.get("from_node", [])
+        if type(ancestors) is list and all(type(a) is NodeSource for a in ancestors):
+            self.from_node = list(ancestors)
+        else:
+            self.from_node = copy.deepcopy(ancestors)
+    else:
+        self.node_info = None
+        self.from_node = []
+    self._action_string = None
+    self._dict = None
+
+
+def enable_shared_provenance() -> bool:
+    """Speedup 7 (module docstring)."""
+    global _NODE_SOURCE_ORIGINAL
+    if _disabled():
+        return False
+    from torch.fx.traceback import NodeSource
+
+    if _NODE_SOURCE_ORIGINAL is None:
+        _NODE_SOURCE_ORIGINAL = NodeSource.__init__
+        NodeSource.__init__ = _node_source_init  # type: ignore[method-assign]
+    return True
+
+
+# -- speedup 8: GraphModule.recompile deferred to the first use of the code ------------------------
+
+_RECOMPILE_ORIGINAL: Any = None
+_TORCH_FX: Any = None  # (_LazyGraphModule, fx's experimental config, _PyTreeCodeGen, _WrappedCall): looked up once
+_LAZY_DEPTH = 0
+_PENDING_ATTRS = ("_code", "_lineno_map", "_prologue_start")  # what a real recompile sets on the instance
+
+
+class _Pending:
+    """Sits on a dirty GraphModule's own class (torch gives every GraphModule a class of its own) as
+    ``forward``, ``_code``, ``_lineno_map`` and ``_prologue_start``: the first read of any of them, from the
+    instance or from the class, runs the real recompile, which puts the real values in their place."""
+
+    def __init__(self, name: str, gm: Any) -> None:
+        import weakref
+
+        self.name = name
+        self.gm = weakref.ref(gm)
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        gm = obj if obj is not None else self.gm()
+        if gm is None:
+            raise AttributeError(self.name)
+        _realize(gm)
+        return getattr(gm if obj is not None else type(gm), self.name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # type(gm).forward(gm, ...)
+        return self.__get__(None, None)(*args, **kwargs)
+
+
+def _clear_pending(gm: Any) -> None:
+    cls = type(gm)
+    for name in ("forward", *_PENDING_ATTRS):
+        if isinstance(cls.__dict__.get(name), _Pending):
+            delattr(cls, name)
+
+
+def _realize(gm: Any) -> Any:
+    _clear_pending(gm)
+    return _RECOMPILE_ORIGINAL(gm)
+
+
+def _lazy_recompile(self: Any) -> Any:
+    """``GraphModule.recompile`` (speedup 8). Outside ``lazy_recompile()`` it is torch's. Inside, it does
+    the cheap part now (pytree specs, the wrapped ``__call__``, the submodules) and leaves the code to the
+    first read of ``forward`` or ``code``: lowering recompiles each graph after every pass (~250 times per
+    item), and reads the code of few of them."""
+    lazy_cls, fx_config, pytree_codegen, wrapped_call = _TORCH_FX
+    if _LAZY_DEPTH == 0 or isinstance(self, lazy_cls) or fx_config.enrich_profiler_metadata:
+        return _realize(self)
+    if isinstance(self._graph._codegen, pytree_codegen):
+        self._in_spec = self._graph._codegen.pytree_info.in_spec
+        self._out_spec = self._graph._codegen.pytree_info.out_spec
+    cls = type(self)
+    for name in _PENDING_ATTRS:
+        self.__dict__.pop(name, None)
+        setattr(cls, name, _Pending(name, self))
+    cls.forward = _Pending("forward", self)
+    # as torch's recompile does
+    cls_call = cls.__call__ if "__call__" in vars(cls) else None
+    if "_wrapped_call" not in vars(cls):
+        cls._wrapped_call = wrapped_call(cls, cls_call)
+
+    def call_wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._wrapped_call(self, *args, **kwargs)
+
+    cls.__call__ = call_wrapped
+    self._recompile_submodules()
+    return None
+
+
+@contextlib.contextmanager
+def lazy_recompile() -> Iterator[None]:
+    """Speedup 8 for the code inside (bti's ExecuTorch lowering and serialization); a no-op when off."""
+    global _LAZY_DEPTH
+    if _RECOMPILE_ORIGINAL is None:
+        yield
+        return
+    _LAZY_DEPTH += 1
+    try:
+        yield
+    finally:
+        _LAZY_DEPTH -= 1
+
+
+def _eager(method: Any) -> Any:
+    """Pickling reads the instance's code and needs the PythonCode a real recompile returns: such
+    methods start from a real recompile and run with laziness off."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        global _LAZY_DEPTH
+        if isinstance(type(self).__dict__.get("forward"), _Pending):
+            _realize(self)
+        depth, _LAZY_DEPTH = _LAZY_DEPTH, 0
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            _LAZY_DEPTH = depth
+
+    return wrapper
+
+
+def enable_lazy_recompile() -> bool:
+    """Speedup 8 (module docstring): installs the method; ``lazy_recompile()`` scopes it."""
+    global _RECOMPILE_ORIGINAL, _TORCH_FX
+    if _disabled():
+        return False
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+    from torch.fx.experimental import _config as fx_config
+    from torch.fx.graph import _PyTreeCodeGen
+    from torch.fx.graph_module import GraphModule, _WrappedCall
+
+    if _RECOMPILE_ORIGINAL is None:
+        _TORCH_FX = (_LazyGraphModule, fx_config, _PyTreeCodeGen, _WrappedCall)
+        _RECOMPILE_ORIGINAL = GraphModule.recompile
+        GraphModule.recompile = _lazy_recompile  # type: ignore[method-assign]
+        GraphModule.__reduce__ = _eager(GraphModule.__reduce__)  # type: ignore[method-assign]
+        GraphModule.__reduce_package__ = _eager(GraphModule.__reduce_package__)  # type: ignore[method-assign]
     return True

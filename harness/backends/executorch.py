@@ -22,6 +22,7 @@ from harness.backends import BaseBackend, Where, check_keys
 from harness.errors import RecipeError
 from harness.metrics import timed_calls
 from harness.providers import Loaded, PybindProvider, RunOptions
+from harness.speedups import lazy_recompile
 from harness.status import Stage
 
 if TYPE_CHECKING:
@@ -216,14 +217,16 @@ class ExecuTorchBackend(BaseBackend):
         opts = _options(recipe)
         parts = [_partitioner(p, recipe) for p in opts.partitioners]
         config = EdgeCompileConfig(_check_ir_validity=opts.check_ir_validity)
-        edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)
+        with lazy_recompile():
+            edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)
         program = edge.exported_program()
         stats = partition_stats(program.graph_module, bool(parts))
         stats["input_mutations"] = _input_mutation_outputs(program)
         return edge, stats
 
     def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
-        buf = bytes(lowered.to_executorch().buffer)
+        with lazy_recompile():
+            buf = bytes(lowered.to_executorch().buffer)
         return buf, delegate_blobs(buf)
 
     def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Loaded | Deferred:

@@ -1,0 +1,123 @@
+"""Speedups 7 (shared provenance) and 8 (deferred GraphModule.recompile) in harness/speedups.py:
+the same values and the same programs as torch's own code."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import pickle
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.fx  # noqa: E402, F811  (the submodule, after the skip)
+from torch.fx.traceback import NodeSource, NodeSourceAction  # noqa: E402
+
+import harness.speedups as sp  # noqa: E402
+
+
+def _graph_module() -> torch.fx.GraphModule:
+    class M(torch.nn.Module):
+        def forward(self, x, y):  # type: ignore[no-untyped-def]  # string annotations would not pickle
+            return torch.relu(x) + y
+
+    return torch.fx.symbolic_trace(M())
+
+
+def _node_source(init: object, node: torch.fx.Node, *args: object) -> NodeSource:
+    ns = NodeSource.__new__(NodeSource)
+    init(ns, node, *args)  # type: ignore[operator]
+    return ns
+
+
+def test_shared_provenance_equals_deep_copy() -> None:
+    original = sp._NODE_SOURCE_ORIGINAL or NodeSource.__init__
+    gm = _graph_module()
+    a, b = list(gm.graph.nodes)[:2]
+    root = _node_source(original, a, "p0", NodeSourceAction.CREATE)
+    b.meta["from_node"] = [root, _node_source(original, a, "p1", [NodeSourceAction.REPLACE, NodeSourceAction.CREATE])]
+    want = _node_source(original, b, "p2", NodeSourceAction.REPLACE)
+    got = _node_source(sp._node_source_init, b, "p2", NodeSourceAction.REPLACE)
+    assert got.to_dict() == want.to_dict() and got == want and hash(got) == hash(want)
+    assert got.from_node is not b.meta["from_node"]  # a list of its own: appending to the node's does not reach it
+    b.meta["from_node"].append(root)
+    assert len(got.from_node) == 2
+    b.meta["from_node"] = ({"not": "a NodeSource"},)  # anything else is still deep-copied
+    odd = _node_source(sp._node_source_init, b, "p3")
+    assert odd.from_node == b.meta["from_node"] and odd.from_node[0] is not b.meta["from_node"][0]
+    with pytest.raises(AssertionError):
+        _node_source(sp._node_source_init, b, "p4", "CREATE")
+
+
+@pytest.fixture
+def lazy() -> object:
+    if sp._disabled():
+        pytest.skip("BTI_NO_SPEEDUPS is set")
+    assert sp.enable_lazy_recompile()
+    return sp
+
+
+def test_deferred_recompile_gives_the_same_code_and_results(lazy: object) -> None:
+    x, y = torch.randn(3), torch.randn(3)
+    with sp.lazy_recompile():
+        gm = _graph_module()
+        assert "_code" not in gm.__dict__  # nothing generated yet
+        for node in gm.graph.nodes:  # relu -> sigmoid
+            if node.target is torch.relu:
+                node.target = torch.sigmoid
+        gm.recompile()
+        assert "_code" not in gm.__dict__
+        assert list(inspect.signature(gm.forward).parameters) == ["x", "y"]  # the real forward, generated now
+        assert "_code" in gm.__dict__ and "sigmoid" in gm.code
+        torch.testing.assert_close(gm(x, y), torch.sigmoid(x) + y)
+
+        eager = _graph_module()
+        torch.testing.assert_close(type(eager).forward(eager, x, y), torch.relu(x) + y)  # read on the class
+
+        clone = copy.deepcopy(gm)
+        torch.testing.assert_close(clone(x, y), torch.sigmoid(x) + y)
+        restored = pickle.loads(pickle.dumps(gm))  # pickling needs the real PythonCode: done eagerly
+        torch.testing.assert_close(restored(x, y), torch.sigmoid(x) + y)
+        for node in gm.graph.nodes:
+            if node.target is torch.sigmoid:
+                node.target = torch.tanh
+        gm.recompile()
+        assert gm._code.count("tanh") == 1 and "sigmoid" not in gm.code
+    outside = _graph_module()
+    assert "_code" in outside.__dict__  # outside the scope, torch's recompile
+
+
+def test_deferred_recompile_lowers_to_the_same_program(lazy: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("executorch")
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(64, 5),
+                                torch.nn.Softmax(dim=-1)).eval()
+    ep = torch.export.export(model, (torch.randn(1, 3, 6, 6),), strict=False)
+
+    real = sp._RECOMPILE_ORIGINAL
+    calls = [0]
+
+    def counted(gm: object) -> object:
+        calls[0] += 1
+        return real(gm)
+
+    monkeypatch.setattr(sp, "_RECOMPILE_ORIGINAL", counted)
+
+    def pte(lazy_scope: bool) -> bytes:
+        calls[0] = 0
+        graph = copy.deepcopy(ep)
+        if lazy_scope:
+            with sp.lazy_recompile():
+                edge = to_edge_transform_and_lower(graph, partitioner=[XnnpackPartitioner()])
+                return bytes(edge.to_executorch().buffer)
+        edge = to_edge_transform_and_lower(graph, partitioner=[XnnpackPartitioner()])
+        return bytes(edge.to_executorch().buffer)
+
+    lazy_pte, lazy_calls = pte(True), calls[0]
+    eager_pte, eager_calls = pte(False), calls[0]
+    assert lazy_pte == eager_pte
+    assert lazy_calls * 3 < eager_calls, (lazy_calls, eager_calls)  # most of the code was never generated
