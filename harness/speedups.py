@@ -599,7 +599,10 @@ def _lazy_recompile(self: Any) -> Any:
     first read of ``forward`` or ``code``: lowering recompiles each graph after every pass (~250 times per
     item), and reads the code of few of them."""
     lazy_cls, fx_config, pytree_codegen, wrapped_call = _TORCH_FX
-    if _LAZY_DEPTH == 0 or isinstance(self, lazy_cls) or fx_config.enrich_profiler_metadata:
+    # the marks go on the instance's own class (torch's GraphModuleImpl, whose __name__ __init__ renames):
+    # a class that several instances share gets torch's recompile
+    if (_LAZY_DEPTH == 0 or isinstance(self, lazy_cls) or fx_config.enrich_profiler_metadata
+            or not type(self).__qualname__.endswith("GraphModuleImpl")):
         return _realize(self)
     if isinstance(self._graph._codegen, pytree_codegen):
         self._in_spec = self._graph._codegen.pytree_info.in_spec

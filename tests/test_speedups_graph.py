@@ -88,6 +88,18 @@ def test_deferred_recompile_gives_the_same_code_and_results(lazy: object) -> Non
     assert "_code" in outside.__dict__  # outside the scope, torch's recompile
 
 
+def test_a_graph_module_class_shared_by_instances_is_recompiled_at_once(lazy: object) -> None:
+    class Shared(torch.fx.GraphModule):
+        def __new__(cls, *args: object, **kwargs: object) -> Shared:  # no class of its own per instance
+            return torch.nn.Module.__new__(cls)
+
+    source = _graph_module()
+    with sp.lazy_recompile():
+        first, second = Shared(source, source.graph), Shared(source, copy.deepcopy(source.graph))
+        assert type(first) is type(second) is Shared
+        assert "_code" in first.__dict__ and "_code" in second.__dict__
+
+
 def test_deferred_recompile_lowers_to_the_same_program(lazy: object, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("executorch")
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
