@@ -87,9 +87,11 @@ recompile. Outside the scope torch's method runs unchanged.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import os
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -221,8 +223,6 @@ def _pattern_key(pattern: Any, example_inputs: Any, is_cuda: bool, kwargs: dict[
 
 def _cached_pattern_graph(pattern: Any, example_inputs: Any, is_cuda: bool = False, **kwargs: Any) -> Any:
     """Speedup 5: ``_get_aten_graph_module_for_pattern`` once per pattern, a deep copy each call."""
-    import copy
-
     key = _pattern_key(pattern, example_inputs, is_cuda, kwargs)
     if key is None:
         return _PATTERN_ORIGINAL(pattern, example_inputs, is_cuda, **kwargs)
@@ -503,6 +503,7 @@ def enable_cia_cache() -> bool:
 # -- speedup 7: provenance shared, not deep-copied -------------------------------------------------
 
 _NODE_SOURCE_ORIGINAL: Any = None
+_NODE_SOURCE_TYPES: Any = None  # (NodeSource, NodeSourceAction): looked up once, not per node
 
 
 def _node_source_init(self: Any, node: Any, pass_name: str = "", action: Any = None) -> None:
@@ -511,23 +512,20 @@ def _node_source_init(self: Any, node: Any, pass_name: str = "", action: Any = N
     ``from_node``; the two caches it fills on first use are functions of its contents), so a
     shared ancestor and a deep copy of it are the same value. Anything but a list of NodeSource
     objects is still deep-copied."""
-    import copy
-
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
+    node_source, node_source_action = _NODE_SOURCE_TYPES
     self.pass_name = pass_name
     if action is None:
         action = []
     elif not isinstance(action, list):
         action = [action]
     for a in action:
-        if not isinstance(a, NodeSourceAction):
+        if not isinstance(a, node_source_action):
             raise AssertionError(f"Expected NodeSourceAction, got {type(a)}")
     self.action = action
     if node:
         self.node_info = self.NodeInfo(name=node.name, target=str(node.target), graph_id=id(node.graph))
         ancestors = node.meta.get("from_node", [])
-        if type(ancestors) is list and all(type(a) is NodeSource for a in ancestors):
+        if type(ancestors) is list and all(type(a) is node_source for a in ancestors):
             self.from_node = list(ancestors)
         else:
             self.from_node = copy.deepcopy(ancestors)
@@ -540,12 +538,13 @@ def _node_source_init(self: Any, node: Any, pass_name: str = "", action: Any = N
 
 def enable_shared_provenance() -> bool:
     """Speedup 7 (module docstring)."""
-    global _NODE_SOURCE_ORIGINAL
+    global _NODE_SOURCE_ORIGINAL, _NODE_SOURCE_TYPES
     if _disabled():
         return False
-    from torch.fx.traceback import NodeSource
+    from torch.fx.traceback import NodeSource, NodeSourceAction
 
     if _NODE_SOURCE_ORIGINAL is None:
+        _NODE_SOURCE_TYPES = (NodeSource, NodeSourceAction)
         _NODE_SOURCE_ORIGINAL = NodeSource.__init__
         NodeSource.__init__ = _node_source_init  # type: ignore[method-assign]
     return True
@@ -565,8 +564,6 @@ class _Pending:
     instance or from the class, runs the real recompile, which puts the real values in their place."""
 
     def __init__(self, name: str, gm: Any) -> None:
-        import weakref
-
         self.name = name
         self.gm = weakref.ref(gm)
 
