@@ -32,9 +32,8 @@ survived. Garbage cycles are still collected, once per group; anything a group l
 reachable is frozen, which worker recycling (``--max-items`` / ``--max-growth-mb``) bounds.
 
 The parent also lowers a tiny model once per recipe before it forks (``harness.stages.warm_up``),
-so the lazily built state (XNNPACK's pattern graphs for SDPA and bilinear upsampling alone take
-2.2 s) is built once rather than in every new worker; torch runs with one thread there, so no
-OpenMP pool exists when the parent forks.
+so the lazily built state is built once rather than in every new worker; torch runs with one thread
+there, so no OpenMP pool exists when the parent forks.
 
 4. ``_override_composite_implicit_decomp`` itself, entered two or three times per lowering: for each
 of ~560 CIA ops it goes through ``OpOverload.py_impl`` 22 times (each call builds a closure, checks
@@ -82,6 +81,18 @@ Inside ``lazy_recompile()`` (bti's ExecuTorch ``lower`` and ``serialize``) it do
 applied to every GraphModule. The code is generated from the graph as it is when first read, which is
 what an eager recompile after the last change would have produced. Pickling starts from a real
 recompile. Outside the scope torch's method runs unchanged.
+
+9. XNNPACK's SDPA and bilinear-upsampling pattern graphs. Two of XNNPACK's preprocess passes
+(``ConvertToSDPAPass``, ``ConvertToUpsampleBilinear2d``) match every delegated graph against pattern
+graphs that are built, on first use in a process, by strict (dynamo) exports of an attention and an
+interpolation module: 2.2 s, which the parent's warm-up paid on every run before it forked. Each
+pattern has one anchor, and the matcher compares the anchor and its ancestors by target, so a graph
+that lacks one of their ops (``_softmax`` or ``bmm`` for SDPA, ``upsample_bilinear2d.vec`` for
+upsampling) matches nothing. On such a graph bti runs the pass with an empty pattern list: it does
+what it does on finding no match, and the patterns are never built. Otherwise the pass runs as
+usual, and builds the patterns the first time with the global RNG restored afterwards (they draw
+their example inputs from it). Installed only on the torch and executorch versions whose patterns
+``tests/test_speedups_graph.py`` checks (``PATTERN_GUARD_VERSIONS``).
 """
 
 from __future__ import annotations
@@ -155,9 +166,10 @@ def enable_typing_cache() -> bool:
 
 
 def enable_all() -> bool:
-    """Speedups 1, 2, 4, 5, 6, 7 and 8 (3 is ``enable_gc_policy``, called just before workers fork)."""
+    """Speedups 1, 2, 4, 5, 6, 7, 8 and 9 (3 is ``enable_gc_policy``, called just before workers fork)."""
     return (enable_cia_cache() and enable_typing_cache() and enable_fast_override() and enable_pattern_cache()
-            and enable_histogram_search() and enable_shared_provenance() and enable_lazy_recompile())
+            and enable_histogram_search() and enable_shared_provenance() and enable_lazy_recompile()
+            and enable_xnnpack_pattern_guard())
 
 
 _PATTERNS: dict[Any, Any] = {}
@@ -671,4 +683,84 @@ def enable_lazy_recompile() -> bool:
         GraphModule.recompile = _lazy_recompile  # type: ignore[method-assign]
         GraphModule.__reduce__ = _eager(GraphModule.__reduce__)  # type: ignore[method-assign]
         GraphModule.__reduce_package__ = _eager(GraphModule.__reduce_package__)  # type: ignore[method-assign]
+    return True
+
+
+# -- speedup 9: XNNPACK's SDPA and bilinear pattern graphs built only when a graph could match -------
+
+# (pass module, pass class, pattern module attribute, pattern getter, empty result, edge ops every pattern
+# needs). Every pattern has one anchor, and these ops are among the anchor and its ancestors, which the
+# matcher compares one by one (target ==): a graph without one of them matches no pattern.
+# tests/test_speedups_graph.py checks both facts against the patterns themselves.
+_XNNPACK_PATTERN_PASSES = (
+    ("executorch.backends.xnnpack._passes.convert_to_sdpa", "ConvertToSDPAPass", "sdpa", "get_graphs", list,
+     ("aten._softmax.default", "aten.bmm.default")),
+    ("executorch.backends.xnnpack._passes.convert_to_upsample_bilinear2d", "ConvertToUpsampleBilinear2d",
+     "bilinear_2d", "get_graphs_dict", dict, ("aten.upsample_bilinear2d.vec",)),
+)
+PATTERN_GUARD_VERSIONS = ("2.13.0", "1.4.1")  # torch, executorch: the versions whose patterns were checked
+_PATTERN_GUARDS: dict[type, Any] = {}  # pass class -> its original call
+
+
+def _may_match(graph_module: Any, required: tuple[Any, ...]) -> bool:
+    """Whether every op in ``required`` is the target of a call_function node (compared as the matcher does)."""
+    missing = list(required)
+    for node in graph_module.graph.nodes:
+        if node.op == "call_function":
+            missing = [t for t in missing if not t == node.target]  # noqa: SIM201  (==, as the matcher compares)
+            if not missing:
+                return True
+    return False
+
+
+def _guarded_call(original: Any, module: Any, attr: str, getter: str, empty: type, required: tuple[Any, ...]) -> Any:
+    import types
+
+    import torch
+
+    stand_in = types.SimpleNamespace(**{getter: empty})
+
+    def call(self: Any, graph_module: Any) -> Any:
+        if _may_match(graph_module, required):
+            # the patterns may be built now: their example inputs come from the global RNG, which is left
+            # as it was (as when the parent's warm-up built them)
+            with torch.random.fork_rng(devices=[]):
+                return original(self, graph_module)
+        real = getattr(module, attr)
+        setattr(module, attr, stand_in)  # the pass runs as it would on finding no match
+        try:
+            return original(self, graph_module)
+        finally:
+            setattr(module, attr, real)
+
+    call.__wrapped__ = original  # type: ignore[attr-defined]
+    return call
+
+
+def _edge_op(name: str) -> Any:
+    from executorch.exir.dialects._ops import ops as exir_ops
+
+    op: Any = exir_ops.edge
+    for part in name.split("."):
+        op = getattr(op, part)
+    return op
+
+
+def enable_xnnpack_pattern_guard() -> bool:
+    """Speedup 9 (module docstring). Installs itself only when XNNPACK's passes are already imported
+    (a recipe that uses XNNPACK imported them) and torch and executorch are the checked versions."""
+    if _disabled():
+        return False
+    if _PATTERN_GUARDS or any(name not in sys.modules for name, *_ in _XNNPACK_PATTERN_PASSES):
+        return True
+    import torch
+    from executorch.version import __version__ as et_version
+
+    if (torch.__version__.split("+")[0], et_version.split("+")[0]) != PATTERN_GUARD_VERSIONS:
+        return True
+    for module_name, cls_name, attr, getter, empty, ops in _XNNPACK_PATTERN_PASSES:
+        module = sys.modules[module_name]
+        cls = getattr(module, cls_name)
+        _PATTERN_GUARDS[cls] = cls.call
+        cls.call = _guarded_call(cls.call, module, attr, getter, empty, tuple(_edge_op(o) for o in ops))
     return True

@@ -511,16 +511,24 @@ def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
     return {key: round(agree, 6)}
 
 
+_WARMED: set[tuple[str, str]] = set()  # (backend, options) already warmed in this process
+
+
 def warm_up(recipes: list[Recipe]) -> None:
     """Let each recipe's backend lower a tiny model once in the not-yet-forked parent (``Backend.warm``
     decides whether that is fork-safe), so the state torch and the backend build lazily on first use
     exists before workers fork. One torch thread: no OpenMP pool is started. Failures are ignored (the
-    items themselves will report them); the global RNG state is left as it was."""
+    items themselves will report them); the global RNG state is left as it was. A recipe whose backend
+    and options were already warmed in this process is not lowered again."""
     import torch
 
     torch.set_num_threads(1)
     with torch.random.fork_rng(devices=[]):
         for recipe in recipes:
+            key = (recipe.backend, repr(recipe.options))
+            if key in _WARMED:
+                continue
+            _WARMED.add(key)
             try:
                 get_backend(recipe.backend).warm(recipe, lower=True)
             except Exception:

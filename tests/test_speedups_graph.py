@@ -1,4 +1,4 @@
-"""Speedups 7 (shared provenance) and 8 (deferred GraphModule.recompile) in harness/speedups.py:
+"""Speedups 7 (shared provenance), 8 (deferred GraphModule.recompile) and 9 (XNNPACK pattern guard) in harness/speedups.py:
 the same values and the same programs as torch's own code."""
 
 from __future__ import annotations
@@ -135,3 +135,83 @@ def test_deferred_recompile_lowers_to_the_same_program(lazy: object, monkeypatch
     eager_pte, eager_calls = pte(False), calls[0]
     assert lazy_pte == eager_pte
     assert lazy_calls * 3 < eager_calls, (lazy_calls, eager_calls)  # most of the code was never generated
+
+
+def _pattern_passes() -> list[tuple[type, object, tuple[str, ...]]]:
+    """(pass class, its pattern graphs, the ops the guard requires) for speedup 9."""
+    pytest.importorskip("executorch")
+    import importlib
+
+    out = []
+    for module_name, cls_name, attr, getter, _, ops in sp._XNNPACK_PATTERN_PASSES:
+        module = importlib.import_module(module_name)
+        patterns = getattr(getattr(module, attr), getter)()
+        out.append((getattr(module, cls_name), list(patterns), ops))
+    return out
+
+
+def test_every_xnnpack_pattern_needs_the_ops_the_guard_requires() -> None:
+    from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
+
+    for cls, patterns, ops in _pattern_passes():
+        assert patterns, cls
+        required = {sp._edge_op(o) for o in ops}
+        for pattern in patterns:
+            matcher = SubgraphMatcher(pattern.graph, ignore_literals=True)
+            assert len(matcher.pattern_anchors) == 1, cls  # one anchor: no candidate for it, no match
+            seen: set[torch.fx.Node] = set()
+            todo = list(matcher.pattern_anchors)
+            while todo:  # the anchor and its ancestors: the nodes the matcher compares by target
+                node = todo.pop()
+                if node not in seen:
+                    seen.add(node)
+                    todo.extend(node.all_input_nodes)
+            targets = {n.target for n in seen if n.op == "call_function"}
+            assert required <= targets, (cls.__name__, required - targets)
+            assert sp._may_match(pattern, tuple(required))  # a pattern could match itself
+
+
+def test_pattern_guard_lowers_to_the_same_programs(monkeypatch: pytest.MonkeyPatch) -> None:
+    passes = _pattern_passes()  # builds the patterns, as the unguarded passes would
+    if not sp.enable_xnnpack_pattern_guard():
+        pytest.skip("BTI_NO_SPEEDUPS is set")
+    import executorch.version
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge, to_edge_transform_and_lower
+
+    pinned = (torch.__version__.split("+")[0], executorch.version.__version__.split("+")[0])
+    if pinned != sp.PATTERN_GUARD_VERSIONS:
+        assert not sp._PATTERN_GUARDS  # other versions: the guard stays out
+        pytest.skip(f"torch/executorch {pinned}: the guard was checked on {sp.PATTERN_GUARD_VERSIONS}")
+    assert set(sp._PATTERN_GUARDS) == {cls for cls, _, _ in passes}
+
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v, mask):  # type: ignore[no-untyped-def]
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    class Upsample(torch.nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False) + 1
+
+    from executorch.backends.xnnpack.partition.graphs import bilinear_2d, sdpa
+
+    sdpa.get_graphs.cache_clear()  # built again, inside the guarded passes
+    bilinear_2d._get_bilinear_2d_graphs.cache_clear()
+    torch.manual_seed(0)
+    cases = [(Attention(), (*(torch.randn(1, 2, 4, 8) for _ in range(3)), torch.zeros(4, 4))),
+             (Upsample(), (torch.randn(1, 3, 4, 4),)),
+             (torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), (torch.randn(2, 8),))]
+    for model, example in cases:
+        ep = torch.export.export(model, example, strict=False)
+        edge_graph = to_edge(copy.deepcopy(ep)).exported_program().graph_module
+        may = [sp._may_match(edge_graph, tuple(sp._edge_op(o) for o in ops)) for _, _, ops in passes]
+        assert may == [isinstance(model, Attention), isinstance(model, Upsample)], (type(model).__name__, may)
+        before = torch.get_rng_state()
+        guarded = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()])
+        # the patterns a guarded pass builds (the caches were cleared) leave the global RNG as it was
+        assert torch.equal(before, torch.get_rng_state()), type(model).__name__
+        with monkeypatch.context() as m:
+            for cls, original in sp._PATTERN_GUARDS.items():
+                m.setattr(cls, "call", original)
+            plain = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()])
+        assert bytes(guarded.to_executorch().buffer) == bytes(plain.to_executorch().buffer), type(model).__name__

@@ -43,3 +43,37 @@ def test_warm_parent_forks_workers_that_use_several_threads(bti, tmp_path: Path)
     assert res.code == 0, res.err
     recs = records(tmp_path / "results.jsonl")
     assert len(recs) == 16 and {r["status"] for r in recs.values()} <= {"PASS", "PASS_UNDELEGATED"}
+
+
+def test_discovery_started_early_sees_the_same_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `bti run` forks upstream discovery before its warm-up lowering and receives the cases after it
+    pytest.importorskip("executorch")
+    import executorch.exir  # noqa: F401  (a warm parent: discovery forks from it)
+
+    from harness.suites import prefetch
+    from harness.suites import upstream as up
+
+    up._descriptors.cache_clear()
+    monkeypatch.setattr(up, "_STARTED", None)
+    prefetch(["ops", "executorch-upstream-ops"])
+    started = up._STARTED
+    assert started is not None  # forked now, received below
+    early = up._descriptors()
+    assert up._STARTED is None and started[0].exitcode == 0  # received and joined
+    prefetch(["executorch-upstream-ops"])  # discovered already: nothing more is forked
+    assert up._STARTED is None
+    assert early == up._descriptors_forked() and len(early) > 100
+
+
+def test_warm_up_lowers_once_per_backend_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import stages
+    from harness.backends.executorch import ExecuTorchBackend
+    from harness.recipes import load_recipe
+
+    calls: list[str] = []
+    monkeypatch.setattr(ExecuTorchBackend, "warm", lambda self, recipe, lower: calls.append(recipe.name))
+    monkeypatch.setattr(stages, "_WARMED", set())
+    xnn, portable = load_recipe("xnnpack"), load_recipe("portable")
+    stages.warm_up([xnn, portable])
+    stages.warm_up([xnn, portable, xnn])
+    assert calls == ["xnnpack", "portable"]

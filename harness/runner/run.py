@@ -90,10 +90,18 @@ def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
 
 def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     from harness.env import versions
-    from harness.suites import warm_discovery
+    from harness.suites import prefetch, warm_discovery
 
     if warm_discovery(opts.suites):
-        warm_imports([load_recipe(n) for n in opts.recipes], opts.speedups)
+        asked = [load_recipe(n) for n in opts.recipes]
+        warm_imports(asked, opts.speedups)
+        if opts.speedups:
+            # discovery forks a child of its own: the parent warms up on the other core meanwhile
+            # (for the recipes asked for; any other recipe an item needs is warmed before the pool starts)
+            from harness.stages import warm_up
+
+            prefetch(opts.suites)
+            warm_up(asked)
     names = list(opts.recipes)
     if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
         names.insert(0, opts.baseline)

@@ -74,6 +74,11 @@ class BuiltinSource:
     requires: tuple[str, ...] = ()
     warm_discovery: bool = False
     discover_args: tuple[Any, ...] = field(default=())
+    prefetch_ref: str = ""  # "module:function()" that starts discovery in the background, if it can
+
+    def prefetch(self) -> None:
+        if self.prefetch_ref:
+            _resolve(self.prefetch_ref)()
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -104,7 +109,7 @@ BUILTIN: tuple[BuiltinSource, ...] = (
                   {"tv": "harness.suites.tv_models:build_tv"}, per_item=10.0),
     BuiltinSource("executorch-upstream-ops", "the ExecuTorch backend test suite's operator programs",
                   "harness.suites.upstream:upstream_cases", {"upstream": "harness.suites.upstream:build_upstream"},
-                  warm_discovery=True),
+                  warm_discovery=True, prefetch_ref="harness.suites.upstream:start_discovery"),
     BuiltinSource("core-ops", "every core ATen operator, inputs generated from its schema", "harness.suites.core_ops:core_cases", {}),
     BuiltinSource("core-ops-ci", "a sample of core-ops for CI", "harness.suites:_core_ci", {}),
 )
@@ -192,6 +197,15 @@ def missing_requirements(src: CaseSource) -> list[str]:
 def warm_discovery(names: list[str] | tuple[str, ...]) -> bool:
     reg = sources()
     return any(reg[n].warm_discovery for n in names if n in reg)
+
+
+def prefetch(names: list[str] | tuple[str, ...]) -> None:
+    """Let the named sources that can (a ``prefetch()`` method) start discovering in the background."""
+    reg = sources()
+    for name in names:
+        start = getattr(reg.get(name), "prefetch", None)
+        if callable(start):
+            start()
 
 
 def load_suites(names: list[str] | tuple[str, ...], check: bool = True) -> list[Case]:

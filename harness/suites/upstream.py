@@ -138,7 +138,10 @@ def _collect_into(conn: Any) -> None:
         conn.send(("error", f"{type(exc).__name__}: {first_line(str(exc))}"))
 
 
-def _descriptors_forked() -> list[dict[str, Any]]:
+_STARTED: tuple[Any, Any] | None = None  # (process, receiver) of a discovery child started early
+
+
+def _fork_discovery() -> tuple[Any, Any]:
     import multiprocessing as mp
 
     ctx = mp.get_context("fork")
@@ -146,6 +149,20 @@ def _descriptors_forked() -> list[dict[str, Any]]:
     proc = ctx.Process(target=_collect_into, args=(sender,), daemon=True)
     proc.start()
     sender.close()
+    return proc, receiver
+
+
+def start_discovery() -> None:
+    """In a warm ``bti run`` parent: fork the discovery child now, so that the parent's warm-up runs
+    on the other core while the child collects (``_descriptors`` then only receives)."""
+    global _STARTED
+    if _STARTED is None and "executorch.exir" in sys.modules and not _descriptors.cache_info().currsize:
+        _STARTED = _fork_discovery()
+
+
+def _descriptors_forked() -> list[dict[str, Any]]:
+    global _STARTED
+    (proc, receiver), _STARTED = _STARTED or _fork_discovery(), None
     try:
         kind, payload = receiver.recv()
     except EOFError:
