@@ -215,3 +215,67 @@ def test_pattern_guard_lowers_to_the_same_programs(monkeypatch: pytest.MonkeyPat
                 m.setattr(cls, "call", original)
             plain = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()])
         assert bytes(guarded.to_executorch().buffer) == bytes(plain.to_executorch().buffer), type(model).__name__
+
+
+def test_preservable_cia_order_gives_torchs_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not sp.enable_preservable_order():
+        pytest.skip("BTI_NO_SPEEDUPS is set")
+    import torch._export.utils as teu
+    from torch.export import exported_program as epm
+
+    assert epm._is_preservable_cia_op is sp._is_preservable_cia_op  # rebound where torch uses it
+    original = sp._PRESERVABLE_ORIGINAL
+    lib = torch.library.Library("bti_speedup_test", "FRAGMENT")  # a custom op with a composite-implicit kernel
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CompositeImplicitAutograd")
+    custom = torch.ops.bti_speedup_test.twice.default
+    table = dict(torch.export.default_decompositions().materialize())
+    table[custom] = lambda x: x + x
+    ops = [*table, *teu._collect_all_valid_cia_ops(), torch.ops.aten.add_.Tensor, torch.ops.aten.view.default,
+           torch.ops.aten.linear.default]
+    answers = [sp._is_preservable_cia_op(op) for op in ops]
+    assert answers == [original(op) for op in ops]
+    assert any(answers) and not all(answers) and sp._is_preservable_cia_op(custom)
+
+    def split() -> tuple[list[object], list[object], list[object]]:
+        cia, rest = epm._split_decomp_table_to_cia_and_python_decomp(dict(table))
+        return list(cia), list(cia.values()), list(rest)
+
+    fast = split()
+    monkeypatch.setattr(epm, "_is_preservable_cia_op", original)
+    assert split() == fast  # the same ops, callables and order
+
+
+def test_philox_template_is_torchs_reset_outside_rng_functionalization(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not sp.enable_philox_template():
+        pytest.skip("BTI_NO_SPEEDUPS is set")
+    from torch._decomp.decompositions_for_rng import PhiloxState
+    from torch._functorch import config
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    def state() -> PhiloxState:
+        with FakeTensorMode():  # as AOT tracing resets it
+            return PhiloxState()
+
+    ours, theirs = state(), PhiloxState.__new__(PhiloxState)
+    with FakeTensorMode():
+        sp._PHILOX_ORIGINAL(theirs)
+    assert vars(ours).keys() == vars(theirs).keys()
+    for name, value in vars(theirs).items():
+        mine = vars(ours)[name]
+        if isinstance(value, torch.Tensor):
+            assert (mine.shape, mine.dtype, mine.numel()) == (value.shape, value.dtype, 0) and not isinstance(mine, FakeTensor)
+        else:
+            assert mine == value, name
+    monkeypatch.setattr(config, "functionalize_rng_ops", True)
+    assert isinstance(state().seed, FakeTensor)  # rng functionalization reads them: torch's own reset
+
+    class Noisy(torch.nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return torch.nn.functional.dropout(x, 0.5, training=True) + torch.rand_like(x)
+
+    monkeypatch.setattr(config, "functionalize_rng_ops", False)
+    ep = torch.export.export(Noisy(), (torch.randn(3, 4),), strict=False)
+    fast = ep.run_decompositions().graph_module.code
+    monkeypatch.setattr(PhiloxState, "reset", sp._PHILOX_ORIGINAL)
+    assert ep.run_decompositions().graph_module.code == fast
