@@ -1,11 +1,12 @@
 """Sweep throughput: the upstream ExecuTorch backend suite vs bti on the same cases, bti cold vs
-warm cache on the starter op suite, the floor, harness overhead and peak RSS. One run, one table.
+warm cache on the starter op suite, the floor, harness overhead and peak RSS. One run (or ``--repeat``), one table.
 
     .venv/bin/python benchmarks/throughput.py            # everything (about 11 minutes on 2 cores)
     .venv/bin/python benchmarks/throughput.py --upstream-files abs,add,conv2d   # a subset of the upstream files
     .venv/bin/python benchmarks/throughput.py --skip-upstream
     .venv/bin/python benchmarks/throughput.py --flows int8 --upstream-files add,mul,conv2d,linear,relu,sigmoid,cat,permute \
         --skip-ops    # the int8 flows (static per-channel, per-tensor, dynamic) side by side, one table
+    ... --repeat 3    # upstream and bti alternate three times per flow; medians (for a machine whose speed drifts)
 
 The upstream comparison runs the whole operator suite of the executorch wheel
 (``executorch/backends/test/suite/operators``, every ``test_*.py``) with ``pytest -n 2 -m flow_xnnpack``,
@@ -27,6 +28,7 @@ import functools
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,6 +111,8 @@ def main() -> int:
     ap.add_argument("--upstream-files", default="all", help="comma-separated operator file names (test_<name>.py), or all")
     ap.add_argument("--flows", default="xnnpack", help=f"upstream flows to compare, comma-separated, or int8 ({', '.join(FLOWS)})")
     ap.add_argument("--skip-ops", action="store_true", help="only the upstream comparison (no cold/warm/floor on --suite)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run upstream and bti this many times, alternating, per flow; report medians (a noisy machine)")
     ns = ap.parse_args()
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,23 +124,34 @@ def main() -> int:
         flows = [] if ns.skip_upstream else (INT8 if ns.flows == "int8" else ns.flows.split(","))
         for flow in flows:
             recipe = FLOWS[flow]
-            # the unit is one lowered-and-run program (an upstream test may run several as subtests)
-            n_up, wall_up = upstream(files, ns.jobs, flow)
             filters = [a for f in files or [] for a in ("-k", f"upstream.{f}.*")]
             out = t / f"up-{flow}"
-            wall = bti(["run", "-s", "executorch-upstream-ops", "-r", recipe, *filters, "-j", str(ns.jobs), "--no-reuse",
-                        "--no-report", "-o", str(out)])
+            # the unit is one lowered-and-run program (an upstream test may run several as subtests); with
+            # --repeat, upstream and bti alternate, so each pair ran on the machine in the same state
+            pairs = []
+            for _ in range(ns.repeat):
+                n_up, wall_up = upstream(files, ns.jobs, flow)
+                wall = bti(["run", "-s", "executorch-upstream-ops", "-r", recipe, *filters, "-j", str(ns.jobs), "--no-reuse",
+                            "--no-report", "-o", str(out)])
+                pairs.append((wall_up, wall))
+            wall_up, wall = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
             up_recs = [r for r in records(out / "results.jsonl") if r["status"] not in ("SKIP", "UNAVAILABLE")]
             programs = len(up_recs)
             quantize = [r["stages"]["quantize"] for r in up_recs if "quantize" in (r.get("stages") or {})]
             floor_up = floor_seconds(up_recs, ns.jobs) + warm_up_seconds(recipe)
+            med = f" (median of {len(pairs)})" if len(pairs) > 1 else ""
             rows.append((f"upstream suite, flow {flow}", f"{60 * programs / wall_up:.1f}",
-                         f"{programs} programs ({n_up} pytest tests) in {wall_up:.0f} s: pytest -n {ns.jobs} -m flow_{flow} "
+                         f"{programs} programs ({n_up} pytest tests) in {wall_up:.0f} s{med}: pytest -n {ns.jobs} -m flow_{flow} "
                          + (f"operators/test_{{{','.join(files)}}}.py" if files else "operators/")))
             rows.append((f"bti, same cases, {recipe} (cold)", f"{60 * programs / wall:.1f}",
-                         f"{programs} items in {wall:.0f} s: bti run -s executorch-upstream-ops -r {recipe} "
+                         f"{programs} items in {wall:.1f} s{med}: bti run -s executorch-upstream-ops -r {recipe} "
                          + ("-k 'upstream.<file>.*' " if files else "") + f"-j {ns.jobs} --no-reuse"))
-            rows.append(("  ratio bti / upstream", f"{wall_up / wall:.1f}x", "same cases, same flow, both with 2 workers"))
+            ratios = sorted(up / mine for up, mine in pairs)
+            rows.append(("  ratio bti / upstream", f"{statistics.median(ratios):.1f}x",
+                         "same cases, same flow, both with 2 workers" + (
+                             f"; median of {len(pairs)} alternating pairs: " + ", ".join(f"{u:.0f} s / {b:.1f} s = {u / b:.2f}x"
+                                                                                     for u, b in pairs)
+                             if len(pairs) > 1 else "")))
             if quantize:
                 rows.append(("  quantize stage per item (s)", f"{sum(quantize) / len(quantize):.3f}",
                              f"{len(quantize)} items, {sum(quantize):.1f} s in all"))
