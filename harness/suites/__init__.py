@@ -48,6 +48,7 @@ class CaseSource(Protocol):
 
     @property
     def warm_discovery(self) -> bool: ...  # discovery imports torch and executorch: `bti run` warms the parent first
+    # optional: ``prefetch() -> None`` starts discovery in the background (``bti run`` calls it before its warm-up)
 
     def discover(self) -> list[Case]: ...
 
