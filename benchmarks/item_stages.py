@@ -1,0 +1,78 @@
+"""Per-item stage times in one process, as a worker runs items (speedups on, warm-up first, heap
+frozen, one collection per item), with an optional cProfile of the items.
+
+    .venv/bin/python benchmarks/item_stages.py xnnpack-int8-dynamic-per-channel \\
+        'upstream.add.*,upstream.mul.*,upstream.conv2d.*,upstream.linear.*' -n 40 [--profile]
+
+Items are drawn from the suite (default executorch-upstream-ops) in a seeded shuffle; the first is run
+once untimed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import pstats
+import random
+import time
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("recipe")
+    ap.add_argument("patterns", help="comma-separated item-id patterns")
+    ap.add_argument("-n", type=int, default=30, help="items to time")
+    ap.add_argument("--suite", default="executorch-upstream-ops")
+    ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (cumulative, own time)")
+    ns = ap.parse_args()
+
+    from harness import stages
+    from harness.runner.matrix import Filters
+    from harness.runner.run import plan, warm_imports
+
+    recipes, items = plan([ns.suite], [ns.recipe], Filters(patterns=tuple(ns.patterns.split(","))), check=False)
+    recipe = recipes[0]
+    warm_imports([recipe], True)
+    stages.warm_up([recipe])
+    random.Random(0).shuffle(items)
+    items = items[: ns.n]
+    stages.run_item(items[0], recipe, stages.Group(items[0]), "warm")
+    gc.disable()
+    gc.collect()
+    gc.freeze()
+    profile = cProfile.Profile() if ns.profile else None
+    sums: dict[str, float] = {}
+    other = {"group": 0.0, "item": 0.0, "gc": 0.0}
+    for it in items:
+        t = time.perf_counter()
+        group = stages.Group(it)
+        other["group"] += time.perf_counter() - t
+        t = time.perf_counter()
+        if profile:
+            profile.enable()
+        rec = stages.run_item(it, recipe, group, "x")[0]
+        if profile:
+            profile.disable()
+        other["item"] += time.perf_counter() - t
+        for stage, seconds in (rec.get("stages") or {}).items():
+            sums[stage] = sums.get(stage, 0.0) + seconds
+        t = time.perf_counter()
+        gc.collect()
+        gc.freeze()
+        other["gc"] += time.perf_counter() - t
+    n = len(items)
+    print(f"{n} items of {ns.recipe}; seconds per item:")
+    print("  stages: " + ", ".join(f"{k} {v / n:.3f}" for k, v in sums.items()))
+    print("  " + ", ".join(f"{k} {v / n:.3f}" for k, v in other.items()))
+    if profile:
+        for key in ("cumulative", "tottime"):
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats(key).print_stats(40)
+            print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
