@@ -4,8 +4,8 @@ frozen, one collection per item), with an optional cProfile of the items.
     .venv/bin/python benchmarks/item_stages.py xnnpack-int8-dynamic-per-channel \\
         'upstream.add.*,upstream.mul.*,upstream.conv2d.*,upstream.linear.*' -n 40 [--profile]
 
-Items are drawn from the suite (default executorch-upstream-ops) in a seeded shuffle; the first is run
-once untimed.
+Items are drawn from the suite (default executorch-upstream-ops) in a seeded shuffle; the first is also run
+once, untimed, before the timed loop (first-use costs).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def main() -> int:
     recipe = recipes[0]
     warm_imports([recipe], True)
     stages.warm_up([recipe])
+    if not items:
+        raise SystemExit(f"no items of {ns.suite} match {ns.patterns}")
     random.Random(0).shuffle(items)
     items = items[: ns.n]
     stages.run_item(items[0], recipe, stages.Group(items[0]), "warm")

@@ -55,10 +55,11 @@ def main() -> int:
     from harness.cli import main as cli
 
     try:
-        cli(sys.argv[1:])
-    except SystemExit as exc:
-        mark(f"bti exited {exc.code}")
-    return 0
+        code = cli(sys.argv[1:])
+    except SystemExit as exc:  # click's standalone mode
+        code = exc.code
+    mark(f"bti exited {code}")
+    return code if isinstance(code, int) else 1
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ def main() -> int:
     ap.add_argument("--upstream-files", default="all", help="comma-separated operator file names (test_<name>.py), or all")
     ap.add_argument("--flows", default="xnnpack", help=f"upstream flows to compare, comma-separated, or int8 ({', '.join(FLOWS)})")
     ap.add_argument("--skip-ops", action="store_true", help="only the upstream comparison (no cold/warm/floor on --suite)")
-    ap.add_argument("--repeat", type=int, default=1,
+    ap.add_argument("--repeat", type=lambda v: max(1, int(v)), default=1,
                     help="run upstream and bti this many times, alternating, per flow; report medians (a noisy machine)")
     ns = ap.parse_args()
     rows: list[tuple[str, str, str]] = []
@@ -149,7 +149,7 @@ def main() -> int:
             ratios = sorted(up / mine for up, mine in pairs)
             rows.append(("  ratio bti / upstream", f"{statistics.median(ratios):.1f}x",
                          "same cases, same flow, both with 2 workers" + (
-                             f"; median of {len(pairs)} alternating pairs: " + ", ".join(f"{u:.0f} s / {b:.1f} s = {u / b:.2f}x"
+                             f"; the median of the ratios of {len(pairs)} alternating pairs: " + ", ".join(f"{u:.0f} s / {b:.1f} s = {u / b:.2f}x"
                                                                                      for u, b in pairs)
                              if len(pairs) > 1 else "")))
             if quantize:

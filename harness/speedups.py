@@ -92,7 +92,9 @@ upsampling) matches nothing. On such a graph bti runs the pass with an empty pat
 what it does on finding no match, and the patterns are never built. Otherwise the pass runs as
 usual, and builds the patterns the first time with the global RNG restored afterwards (they draw
 their example inputs from it). Installed only on the torch and executorch versions whose patterns
-``tests/test_speedups_graph.py`` checks (``PATTERN_GUARD_VERSIONS``).
+``tests/test_speedups_graph.py`` checks (``PATTERN_GUARD_VERSIONS``). When a run has model items (any kind but
+single-operator ones), the parent still builds them before it forks (``prebuild_xnnpack_patterns``), so
+workers do not each build them inside an item.
 
 10. The order of two tests. ``run_decompositions`` splits its decomposition table into composite-implicit
 ops and the rest, asking ``_is_preservable_cia_op`` of every op of the table that is not in the (cached,
@@ -100,8 +102,8 @@ speedup 1) set of preservable CIA ops: ~430 of the ~985 in executorch's default 
 torch's function is ``_check_valid_to_preserve(op) and _is_cia_op(op)``; both are side-effect-free
 predicates, and the second, a dispatcher lookup, is false for all of those ops. bti asks it first.
 
-11. AOT tracing's rng-state placeholders. Each ``run_decompositions`` trace resets torch's
-``PhiloxStateTracker`` six times, and each reset makes two empty placeholder tensors, which under the
+11. AOT tracing's rng-state placeholders. Each ``run_decompositions`` trace resets six ``PhiloxState``
+objects (torch's ``PhiloxStateTracker`` holds three, reset on entry and exit), and each reset makes two empty placeholder tensors, which under the
 fake mode cost ~0.8 ms per reset (~14 ms per int8 lowering). They are read only with
 ``torch._functorch.config.functionalize_rng_ops`` on (torch's rng functionalization); otherwise bti's
 reset gives the state the values of a template made once (the same attributes; the two placeholders are
@@ -820,8 +822,8 @@ _PHILOX_TEMPLATE: dict[str, Any] = {}
 
 
 def _philox_reset(self: Any) -> None:
-    """``PhiloxState.reset`` (speedup 11). Every AOT trace resets the rng-state tracker six times, and each
-    reset makes two empty placeholder tensors under the fake mode (~0.8 ms). They are read only when
+    """``PhiloxState.reset`` (speedup 11). Every AOT trace resets six PhiloxStates (the tracker's three, on
+    entry and on exit), and each reset makes two empty placeholder tensors under the fake mode (~0.8 ms). They are read only when
     ``functionalize_rng_ops`` is on; otherwise the state gets the same values from a template made once
     (real empty tensors). With the option on, torch's reset runs."""
     from torch._functorch import config
@@ -846,3 +848,16 @@ def enable_philox_template() -> bool:
         _PHILOX_ORIGINAL = PhiloxState.reset
         PhiloxState.reset = _philox_reset  # type: ignore[method-assign]
     return True
+
+
+def prebuild_xnnpack_patterns() -> None:
+    """Build the patterns speedup 9 defers, now (in the parent before it forks, global RNG left as it was): for
+    runs whose items are models, which often have attention or upsampling, so that no worker builds them
+    inside an item."""
+    if not _PATTERN_GUARDS:
+        return
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        for module_name, _, attr, getter, _, _ in _XNNPACK_PATTERN_PASSES:
+            getattr(getattr(sys.modules[module_name], attr), getter)()

@@ -279,3 +279,17 @@ def test_philox_template_is_torchs_reset_outside_rng_functionalization(monkeypat
     fast = ep.run_decompositions().graph_module.code
     monkeypatch.setattr(PhiloxState, "reset", sp._PHILOX_ORIGINAL)
     assert ep.run_decompositions().graph_module.code == fast
+
+
+def test_patterns_are_prebuilt_for_model_runs() -> None:
+    _pattern_passes()
+    if not sp.enable_xnnpack_pattern_guard() or not sp._PATTERN_GUARDS:
+        pytest.skip("speedup 9 is off here")
+    from executorch.backends.xnnpack.partition.graphs import bilinear_2d, sdpa
+
+    sdpa.get_graphs.cache_clear()
+    bilinear_2d._get_bilinear_2d_graphs.cache_clear()
+    before = torch.get_rng_state()
+    sp.prebuild_xnnpack_patterns()
+    assert sdpa.get_graphs.cache_info().currsize == 1 and bilinear_2d._get_bilinear_2d_graphs.cache_info().currsize == 1
+    assert torch.equal(before, torch.get_rng_state())

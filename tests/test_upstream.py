@@ -73,6 +73,9 @@ def test_warm_up_lowers_once_per_backend_and_options(monkeypatch: pytest.MonkeyP
     calls: list[str] = []
     monkeypatch.setattr(ExecuTorchBackend, "warm", lambda self, recipe, lower: calls.append(recipe.name))
     monkeypatch.setattr(stages, "_WARMED", set())
+    import torch
+
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # warm_up's one thread must not leak to later tests
     xnn, portable = load_recipe("xnnpack"), load_recipe("portable")
     stages.warm_up([xnn, portable])
     stages.warm_up([xnn, portable, xnn])

@@ -266,6 +266,9 @@ def _with_runtime(recipe: Recipe, opts: RunOptions) -> Recipe:
     return with_provider(recipe, text, spec, opts.runtime_threads)
 
 
+OPERATOR_KINDS = ("op", "pair", "upstream")  # single-operator cases: XNNPACK's SDPA/bilinear patterns rarely apply
+
+
 def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
     """Import (never compute) everything workers need, so forked workers start warm."""
     from harness.quiet import quiet
@@ -297,6 +300,10 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
         from harness.stages import warm_up
 
         warm_up([recipes[name] for name in dict.fromkeys(it.recipe for group in todo for it in group)])
+        if any(it.case.kind not in OPERATOR_KINDS for group in todo for it in group):
+            from harness.speedups import prebuild_xnnpack_patterns
+
+            prebuild_xnnpack_patterns()  # models: built once here, not in each worker (speedup 9)
         enable_gc_policy()
     cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
