@@ -267,14 +267,14 @@ def test_philox_template_is_torchs_reset_outside_rng_functionalization(monkeypat
             assert (mine.shape, mine.dtype, mine.numel()) == (value.shape, value.dtype, 0) and not isinstance(mine, FakeTensor)
         else:
             assert mine == value, name
-    monkeypatch.setattr(config, "functionalize_rng_ops", True)
-    assert isinstance(state().seed, FakeTensor)  # rng functionalization reads them: torch's own reset
+    with config.patch(functionalize_rng_ops=True):  # torch's own patching (monkeypatch's undo would hide the option)
+        assert isinstance(state().seed, FakeTensor)  # rng functionalization reads them: torch's own reset
 
     class Noisy(torch.nn.Module):
         def forward(self, x):  # type: ignore[no-untyped-def]
             return torch.nn.functional.dropout(x, 0.5, training=True) + torch.rand_like(x)
 
-    monkeypatch.setattr(config, "functionalize_rng_ops", False)
+    assert not config.functionalize_rng_ops
     ep = torch.export.export(Noisy(), (torch.randn(3, 4),), strict=False)
     fast = ep.run_decompositions().graph_module.code
     monkeypatch.setattr(PhiloxState, "reset", sp._PHILOX_ORIGINAL)
