@@ -175,6 +175,14 @@ def _rebind(module_name: str, attr: str, replacement: Any) -> bool:
     return True
 
 
+def _rebind_everywhere(name: str, original: Any, replacement: Any) -> None:
+    """Point every loaded module's ``name`` that is ``original`` at ``replacement`` (torch imports its helpers
+    by name into the modules that use them)."""
+    for mod in list(sys.modules.values()):
+        if mod is not None and getattr(mod, name, None) is original:
+            setattr(mod, name, replacement)
+
+
 def enable_typing_cache() -> bool:
     """Speedup 2 (module docstring)."""
     return _rebind("torch._ops", "Callable", CachedCallable)
@@ -357,9 +365,7 @@ def enable_pattern_cache() -> bool:
         return True
     original = utils._get_aten_graph_module_for_pattern
     _PATTERN_ORIGINAL = original
-    for mod in list(sys.modules.values()):
-        if mod is not None and getattr(mod, "_get_aten_graph_module_for_pattern", None) is original:
-            setattr(mod, "_get_aten_graph_module_for_pattern", _cached_pattern_graph)  # noqa: B010
+    _rebind_everywhere("_get_aten_graph_module_for_pattern", original, _cached_pattern_graph)
     return True
 
 
@@ -520,9 +526,7 @@ def enable_cia_cache() -> bool:
         return set(memo[key])
 
     cached.__wrapped__ = original  # type: ignore[attr-defined]
-    for mod in list(sys.modules.values()):
-        if mod is not None and getattr(mod, "_collect_all_valid_cia_ops", None) is original:
-            setattr(mod, "_collect_all_valid_cia_ops", cached)  # noqa: B010  (torch re-exports it under several names)
+    _rebind_everywhere("_collect_all_valid_cia_ops", original, cached)  # torch re-exports it under several names
     _ORIGINAL = original
     return True
 
@@ -809,9 +813,7 @@ def enable_preservable_order() -> bool:
 
     if _PRESERVABLE_ORIGINAL is None:
         _PRESERVABLE_ORIGINAL = teu._is_preservable_cia_op
-        for mod in list(sys.modules.values()):  # torch imports it by name where it is used
-            if mod is not None and getattr(mod, "_is_preservable_cia_op", None) is _PRESERVABLE_ORIGINAL:
-                setattr(mod, "_is_preservable_cia_op", _is_preservable_cia_op)  # noqa: B010
+        _rebind_everywhere("_is_preservable_cia_op", _PRESERVABLE_ORIGINAL, _is_preservable_cia_op)
     return True
 
 
