@@ -788,6 +788,7 @@ def enable_xnnpack_pattern_guard() -> bool:
 # -- speedup 10: the cheap half of torch's "preservable CIA op" test first -------------------------
 
 _PRESERVABLE_ORIGINAL: Any = None
+_PRESERVABLE_PARTS: Any = None  # torch's (_is_cia_op, _check_valid_to_preserve): looked up once, not per op
 
 
 def _is_preservable_cia_op(op: Any) -> bool:
@@ -795,23 +796,23 @@ def _is_preservable_cia_op(op: Any) -> bool:
     the op has a composite-implicit kernel (a dispatcher lookup) before whether it is functional (a walk over
     its schema). ``run_decompositions`` asks it of the ~430 ops in a decomposition table that are not
     composite-implicit, where the first test alone answers False. An op the first test raises on gets torch's order."""
-    import torch._export.utils as teu
-
+    is_cia_op, check_valid_to_preserve = _PRESERVABLE_PARTS
     try:
-        cia = teu._is_cia_op(op)
+        cia = is_cia_op(op)
     except Exception:
         return _PRESERVABLE_ORIGINAL(op)  # type: ignore[no-any-return]
-    return cia and teu._check_valid_to_preserve(op)
+    return bool(cia and check_valid_to_preserve(op))
 
 
 def enable_preservable_order() -> bool:
     """Speedup 10 (module docstring)."""
-    global _PRESERVABLE_ORIGINAL
+    global _PRESERVABLE_ORIGINAL, _PRESERVABLE_PARTS
     if _disabled():
         return False
     import torch._export.utils as teu
 
     if _PRESERVABLE_ORIGINAL is None:
+        _PRESERVABLE_PARTS = (teu._is_cia_op, teu._check_valid_to_preserve)
         _PRESERVABLE_ORIGINAL = teu._is_preservable_cia_op
         _rebind_everywhere("_is_preservable_cia_op", _PRESERVABLE_ORIGINAL, _is_preservable_cia_op)
     return True
@@ -821,6 +822,7 @@ def enable_preservable_order() -> bool:
 
 _PHILOX_ORIGINAL: Any = None
 _PHILOX_TEMPLATE: dict[str, Any] = {}
+_FUNCTORCH_CONFIG: Any = None  # torch._functorch.config, looked up once
 
 
 def _philox_reset(self: Any) -> None:
@@ -828,9 +830,7 @@ def _philox_reset(self: Any) -> None:
     entry and on exit), and each reset makes two empty placeholder tensors under the fake mode (~0.8 ms). They are read only when
     ``functionalize_rng_ops`` is on; otherwise the state gets the same values from a template made once
     (real empty tensors). With the option on, torch's reset runs."""
-    from torch._functorch import config
-
-    if config.functionalize_rng_ops:
+    if _FUNCTORCH_CONFIG.functionalize_rng_ops:
         _PHILOX_ORIGINAL(self)
         return
     self.__dict__.update(_PHILOX_TEMPLATE)
@@ -838,12 +838,14 @@ def _philox_reset(self: Any) -> None:
 
 def enable_philox_template() -> bool:
     """Speedup 11 (module docstring)."""
-    global _PHILOX_ORIGINAL
+    global _PHILOX_ORIGINAL, _FUNCTORCH_CONFIG
     if _disabled():
         return False
     from torch._decomp.decompositions_for_rng import PhiloxState
+    from torch._functorch import config
 
     if _PHILOX_ORIGINAL is None:
+        _FUNCTORCH_CONFIG = config
         template = PhiloxState.__new__(PhiloxState)
         PhiloxState.reset(template)  # type: ignore[no-untyped-call]  # outside any trace: real tensors
         _PHILOX_TEMPLATE.update(vars(template))
