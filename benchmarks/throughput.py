@@ -114,6 +114,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=lambda v: max(1, int(v)), default=1,
                     help="run upstream and bti this many times, alternating, per flow; report medians (a noisy machine)")
     ns = ap.parse_args()
+    flows = [] if ns.skip_upstream else list(dict.fromkeys(f for name in ns.flows.split(",") for f in (INT8 if name == "int8" else [name])))
+    unknown = [f for f in flows if f not in FLOWS]
+    if unknown:
+        print(f"throughput.py: unknown flow {', '.join(unknown)} (known: int8, {', '.join(FLOWS)})", file=sys.stderr)
+        return 2
     rows: list[tuple[str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
@@ -121,7 +126,6 @@ def main() -> int:
         up_recs: list[dict] = []
         wall = 0.0
         programs = 0
-        flows = [] if ns.skip_upstream else (INT8 if ns.flows == "int8" else ns.flows.split(","))
         for flow in flows:
             recipe = FLOWS[flow]
             filters = [a for f in files or [] for a in ("-k", f"upstream.{f}.*")]

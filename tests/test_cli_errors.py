@@ -64,3 +64,19 @@ def test_recipe_file_errors(bti, tmp_path: Path) -> None:
     p = tmp_path / "r.yaml"
     p.write_text("name: x\nbackend: executorch\ntolerances:\n  float32: {atool: 1}\n")
     check_usage_error(bti("validate", str(p)), "tolerances.float32 takes atol, rtol, sqnr_db")
+
+
+def test_throughput_benchmark_unknown_flow() -> None:
+    """The benchmark refuses a flow it does not know, in one line, before running anything."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "throughput.py"), "--flows", "int8,xnnpack_dynamic",
+                          "--skip-ops"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert lines == [lines[0]] and "unknown flow xnnpack_dynamic" in lines[0] and "xnnpack_dynamic_int8_per_channel" in lines[0]
+    assert res.stdout == ""
