@@ -23,6 +23,7 @@ class Verdict:
     ok: bool
     message: str  # path-shaped, e.g. "output[1]: max_abs 0.3 > atol 1e-4 at [0, 2]"
     stats: list[dict[str, Any]]
+    structural: bool = False  # the outputs' count, a dtype or a shape differs: no numeric rule can pass them
 
 
 def output_stats(out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
@@ -76,15 +77,18 @@ def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, fl
     ``dtypes`` optionally gives (output dtype, reference dtype) names per output, checked for equality.
     """
     if len(outputs) != len(refs):
-        return Verdict(False, f"outputs: count {len(outputs)} != reference count {len(refs)}", [])
+        return Verdict(False, f"outputs: count {len(outputs)} != reference count {len(refs)}", [], structural=True)
     stats: list[dict[str, Any]] = []
     problems: list[str] = []
+    structural = False
     for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
         path = f"output[{i}]"
         entry: dict[str, Any] = {"name": path, "shape": list(ref.shape), "dtype": str(ref.dtype)}
         if dtypes and dtypes[i][0] != dtypes[i][1]:
+            structural = True
             problems.append(f"{path}: dtype {dtypes[i][0]} != reference {dtypes[i][1]}")
         if out.shape != ref.shape:
+            structural = True
             problems.append(f"{path}: shape {list(out.shape)} != reference {list(ref.shape)}")
             stats.append(entry)
             continue
@@ -96,7 +100,7 @@ def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, fl
         problem = _check(path, out, ref, entry, tol)
         if problem:
             problems.append(problem)
-    return Verdict(not problems, "; ".join(problems), stats)
+    return Verdict(not problems, "; ".join(problems), stats, structural)
 
 
 def _check(path: str, out: np.ndarray, ref: np.ndarray, s: dict[str, Any], tol: dict[str, float]) -> str | None:

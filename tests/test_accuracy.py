@@ -18,7 +18,8 @@ from harness.metrics import dynamo_rule
 
 class NoisyDevice(TorchEagerBackend):
     """An eager "device" that misbehaves as $BTI_TEST_NOISE says: ``random`` (fresh noise of 1e-7 each run: not
-    deterministic, still allclose) or ``negate`` (every output negated: top-1 changes)."""
+    deterministic, still allclose), ``negate`` (every output negated: top-1 changes) or ``flatten`` (the right
+    values in the wrong shape)."""
 
     name = "noisy-device"
 
@@ -31,6 +32,8 @@ class NoisyDevice(TorchEagerBackend):
             return [o + torch.randn_like(o) * 1e-7 if o.is_floating_point() else o for o in outs]
         if mode == "negate":
             return [-o if o.is_floating_point() else o for o in outs]
+        if mode == "flatten":
+            return [o.flatten() for o in outs]
         return outs
 
 
@@ -98,3 +101,7 @@ def test_model_checks_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                             "tolerances": {"float32": {"atol": 1.0e9, "rtol": 0}}}, "negate", monkeypatch)
     assert gated["status"] == "FAIL_MISMATCH" and "top-1 agreement 0 < 0.9 (accuracy.top1)" in gated["detail"]
     assert "rule" not in gated["accuracy"]  # the recipe's tolerances judged it
+    # a structural miss (here a shape) is reported as such: no numeric rule is asked to judge it
+    flat = _run(tmp_path, {**base, "name": "flat"}, "flatten", monkeypatch)
+    assert flat["status"] == "FAIL_MISMATCH" and flat["detail"].startswith("output[0]: shape ["), flat["detail"]
+    assert flat["tolerance"].get("rule") != "dynamo"

@@ -35,14 +35,14 @@ def test_nan_in_reference_matched_by_nan_is_a_match() -> None:
 
 def test_shape_and_count_mismatch_do_not_raise() -> None:
     v = compare([np.zeros((2, 3))], [np.zeros((3, 2))], {"atol": 1e-3})
-    assert not v.ok and v.message == "output[0]: shape [2, 3] != reference [3, 2]"
+    assert not v.ok and v.message == "output[0]: shape [2, 3] != reference [3, 2]" and v.structural
     v = compare([np.zeros(2)], [np.zeros(2), np.zeros(2)], {"atol": 1e-3})
-    assert not v.ok and "count 1 != reference count 2" in v.message
+    assert not v.ok and "count 1 != reference count 2" in v.message and v.structural
 
 
 def test_dtype_mismatch_is_reported() -> None:
     v = compare([np.zeros(2)], [np.zeros(2)], {"atol": 1e-3}, dtypes=[("float16", "float32")])
-    assert not v.ok and "dtype float16 != reference float32" in v.message
+    assert not v.ok and "dtype float16 != reference float32" in v.message and v.structural
 
 
 def test_tolerance_message_is_path_shaped() -> None:
@@ -53,6 +53,7 @@ def test_tolerance_message_is_path_shaped() -> None:
     assert not v.ok
     assert v.message.startswith("output[1]: max_abs 0.5 exceeds atol 0.001")
     assert "first at [1, 0]" in v.message
+    assert not v.structural  # a numeric miss: the dynamo accuracy rule may still judge it (stages._compare)
 
 
 def test_sqnr_floor_judges_quantized_output() -> None:
