@@ -256,3 +256,30 @@ def test_hostile_headers_and_records_do_not_break_the_build(tmp_path: Path) -> N
     _write(tmp_path / "runs" / "h.jsonl", header, recs)
     assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "hist")]) == 0
     assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 4
+
+
+def test_a_flip_across_a_recipe_or_spec_change_is_not_flaky(tmp_path: Path) -> None:
+    """Same software, but the recipe file (its hash) or the case spec changed between runs: pass → fail → pass is
+    then two edits, not flakiness. With both unchanged the same sequence is flaky."""
+    from harness.report import history
+    from harness.report.runs import columns
+
+    def run(d: Path, day: int, status: str, recipe_hash: str, spec: str) -> None:
+        header = _header(f"r{day}", day, recipes=("xnnpack",))
+        header["recipes"] = {"xnnpack": recipe_hash}
+        _write(d / f"d{day}.jsonl", header, [_rec("op.flip.c", "xnnpack", status, op="aten::flip.default", spec_hash=spec)])
+
+    def flaky(d: Path) -> dict[str, list[str]]:
+        runs = load_runs([d])
+        (col, col_runs), = columns(runs).items()
+        return history.column_history(col, col_runs, max(r.created for r in runs)).flaky
+
+    for name, hashes, specs, expect in [
+        ("steady", ("h1", "h1", "h1"), ("s", "s", "s"), {"op.flip.c[float32,static]": ["FAIL_MISMATCH", "PASS"]}),
+        ("recipe-edited", ("h1", "h2", "h1"), ("s", "s", "s"), {}),
+        ("spec-edited", ("h1", "h1", "h1"), ("s1", "s2", "s1"), {}),
+    ]:
+        d = tmp_path / name
+        for day, status, h, s in zip((10, 11, 12), ("PASS", "FAIL_MISMATCH", "PASS"), hashes, specs, strict=True):
+            run(d, day, status, h, s)
+        assert flaky(d) == expect, name

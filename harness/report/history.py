@@ -1,6 +1,7 @@
 """What the runs of one column say over time (torch-free): pass rate, regressions between consecutive
 runs, how long each failing item has failed (against the 72-hour rule), and flips at the same versions
-(an item whose outcome changed at least twice across runs of the same software: it went and came back).
+(an item whose outcome changed at least twice across runs of the same software, recipe and case spec: it went
+and came back).
 
 The failure age is measured from the first run of the item's current failing streak to the newest run
 in the portal's inputs (not the wall clock, so a portal rebuilt later says the same), and names the
@@ -10,6 +11,7 @@ software of that first failing run and of the last run where the item passed.
 from __future__ import annotations
 
 import itertools
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -121,18 +123,18 @@ def column_history(column: Column, runs: list[tuple[Run, dict[str, Record]]], no
                 break
             # skipped or absent in a run: neither ends nor extends the streak
         h.ages[row] = Age(row, since, last_pass, max(now - since.created, timedelta(0)), streak)
-    by_version: dict[str, list[dict[str, Record]]] = defaultdict(list)
+    # a flip counts only between records of the same software, the same recipe (its hash: a vendor's recipe file can
+    # change while the versions do not) and the same case spec; runs are oldest first
+    same: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for run, recs in runs:
-        by_version[run.versions_key].append(recs)
-    for group in by_version.values():
-        if len(group) < 2:
-            continue
-        rows = set().union(*(g.keys() for g in group))
-        for row in rows:
-            seq = [o for o in (_outcome(g.get(row)) for g in group) if o != "other"]
-            flips = sum(a != b for a, b in itertools.pairwise(seq))
-            if flips >= 2:  # it went and came back: one change alone is a break (or a fix), not a flake
-                h.flaky[row] = sorted({str(g[row]["status"]) for g in group if row in g})
+        hashes = run.header.get("recipes") or {}
+        for row, rec in recs.items():
+            key = json.dumps([run.versions_key, hashes.get(str(rec.get("recipe"))), rec.get("spec_hash")])
+            same[(row, key)].append(rec)
+    for (row, _), group in same.items():
+        seq = [o for o in map(_outcome, group) if o != "other"]
+        if sum(a != b for a, b in itertools.pairwise(seq)) >= 2:  # it went and came back: one change alone is a break
+            h.flaky[row] = sorted(set(h.flaky.get(row, [])) | {str(r["status"]) for r in group})
     return h
 
 
