@@ -109,13 +109,13 @@ def main() -> int:
     ap.add_argument("--recipe", default="xnnpack")
     ap.add_argument("--skip-upstream", action="store_true")
     ap.add_argument("--upstream-files", default="all", help="comma-separated operator file names (test_<name>.py), or all")
-    ap.add_argument("--flows", default="xnnpack", help=f"upstream flows to compare, comma-separated, or int8 ({', '.join(FLOWS)})")
+    ap.add_argument("--flows", default="xnnpack", help=f"upstream flows to compare, comma-separated; int8 stands for the three int8 flows ({', '.join(FLOWS)})")
     ap.add_argument("--skip-ops", action="store_true", help="only the upstream comparison (no cold/warm/floor on --suite)")
     ap.add_argument("--repeat", type=lambda v: max(1, int(v)), default=1,
                     help="run upstream and bti this many times, alternating, per flow; report medians (a noisy machine)")
     ns = ap.parse_args()
     flows = [] if ns.skip_upstream else list(dict.fromkeys(f for name in ns.flows.split(",") for f in (INT8 if name == "int8" else [name])))
-    unknown = [f for f in flows if f not in FLOWS]
+    unknown = [f or repr(f) for f in flows if f not in FLOWS]
     if unknown:
         print(f"throughput.py: unknown flow {', '.join(unknown)} (known: int8, {', '.join(FLOWS)})", file=sys.stderr)
         return 2
