@@ -283,3 +283,8 @@ def test_a_flip_across_a_recipe_or_spec_change_is_not_flaky(tmp_path: Path) -> N
         for day, status, h, s in zip((10, 11, 12), ("PASS", "FAIL_MISMATCH", "PASS"), hashes, specs, strict=True):
             run(d, day, status, h, s)
         assert flaky(d) == expect, name
+    # the hashes come from results files: any JSON value, a list included, is a key like any other
+    d = tmp_path / "hostile"
+    for day, status in zip((10, 11, 12), ("PASS", "FAIL_MISMATCH", "PASS"), strict=True):
+        run(d, day, status, ["h"], {"s": [1]})  # type: ignore[arg-type]
+    assert flaky(d) == {"op.flip.c[float32,static]": ["FAIL_MISMATCH", "PASS"]}

@@ -129,6 +129,7 @@ def column_history(column: Column, runs: list[tuple[Run, dict[str, Record]]], no
     for run, recs in runs:
         hashes = run.header.get("recipes") or {}
         for row, rec in recs.items():
+            # as JSON: the hashes come from results files and may be any JSON value, hashable or not
             key = json.dumps([run.versions_key, hashes.get(str(rec.get("recipe"))), rec.get("spec_hash")])
             same[(row, key)].append(rec)
     for (row, _), group in same.items():
