@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, ROOT
 
 
 def check_usage_error(res, *needles: str) -> None:
@@ -68,11 +70,6 @@ def test_recipe_file_errors(bti, tmp_path: Path) -> None:
 
 def test_throughput_benchmark_unknown_flow() -> None:
     """The benchmark refuses a flow it does not know, in one line, before running anything."""
-    import subprocess
-    import sys
-
-    from .conftest import ROOT
-
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "throughput.py"), "--flows", "int8,xnnpack_dynamic",
                           "--skip-ops"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2, (res.returncode, res.stderr)
