@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -247,6 +248,10 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
           progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Measure one program (or two, A/B, interleaved on the same inputs); returns a JSON-ready dict
     (``ok`` is False when an accuracy check failed)."""
+    from harness.versions import check_stack
+
+    for warning in check_stack().warnings:  # a broken install: one line, exit 2
+        print(f"bti: warning: {warning}", file=sys.stderr)
     import torch
 
     from harness.providers import ProviderError, ProviderSpec, PybindProvider, RunOptions

@@ -66,6 +66,7 @@ def cli() -> None:
 @click.option("--shard", help="Run shard i/n of the matrix (for a CI matrix); join with `bti merge`.")
 @click.option("--durations", type=click.Path(exists=True, path_type=Path), help="A previous results.jsonl to balance shards by duration.")
 @click.option("--no-speedups", is_flag=True, help="Disable the guarded export memoizations and GC schedule (see harness/speedups.py).")
+@click.option("--force-speedups", is_flag=True, help="Run the speedups even on a torch/executorch/torchao stack they were not verified on.")
 @click.option("--threads", type=click.IntRange(1), default=1, show_default=True, help="torch threads per worker.")
 @click.option("--max-items-per-worker", type=click.IntRange(1), default=400, show_default=True, help="Recycle a worker after this many items.")
 @click.option("--max-worker-growth-mb", type=float, default=1024.0, show_default=True, help="Recycle a worker after this RSS growth.")
@@ -111,6 +112,7 @@ def run(**kw: Any) -> None:
         suites=_suites(kw), recipes=_recipes(kw), out=jsonl, filters=_filters(kw), jobs=kw["jobs"],
         timeout=kw["timeout"], resume=kw["resume"], cache_dir=(kw["cache_dir"] or default_dir()) if reuse else None,
         shard=kw["shard"], durations=kw["durations"], upstream=upstream, speedups=not kw["no_speedups"],
+        force_speedups=kw["force_speedups"],
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
         bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
         control=kw["control"] or None, rerun_failures=kw["rerun_failures"], baseline=kw["baseline"],

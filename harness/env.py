@@ -34,7 +34,7 @@ def installed(package: str) -> dict[str, Any]:
 
 # Packages a verdict can depend on beside torch and executorch: each is in the cache key.
 VERDICT_PACKAGES = ("torch", "executorch", "torchao", "openvino", "nncf", "transformers", "torchvision", "timm",
-                    "onnxruntime", "onnxscript", "numpy")
+                    "onnxruntime", "onnxscript", "coremltools", "numpy")
 
 
 def verdict_versions() -> dict[str, str]:

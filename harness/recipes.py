@@ -29,8 +29,10 @@ expect:                             # what must be delegated; a silent fallback 
   - {match: "op.add.*", delegated_ops: [aten.add.Tensor], min_delegated_pct: 100}
 ```
 
-Rules (``skip``, ``xfail``, ``expect``) take ``suite:`` (a glob on the suite name) and ``unless:``
-(globs excepted from ``match``). An xfail rule's ``status`` is one status or a list; ``message`` is
+Rules (``skip``, ``xfail``, ``expect``) take ``suite:`` (a glob on the suite name), ``unless:``
+(globs excepted from ``match``) and ``versions:`` (package -> PEP 440 specifier, e.g.
+``versions: {executorch: "<1.5"}``: the rule holds only where every named package is installed at such a
+version, so one recipe is right on every supported pair). An xfail rule's ``status`` is one status or a list; ``message`` is
 a regular expression searched in the failure's message; ``delegated_only: true`` expects the failure
 only when the delegate took part of the graph. A listed item that fails any other way is a failure,
 reported with the xfail reason beside it.
@@ -88,13 +90,26 @@ class Rule:
     message: re.Pattern[str] | None = field(default=None, compare=False)  # xfail: searched in the error message
     delegated_ops: tuple[str, ...] = ()  # expect
     min_delegated_pct: float | None = None  # expect
+    versions: tuple[tuple[str, str], ...] = ()  # (package, PEP 440 specifier): the rule holds only on these installs
 
     def applies(self, key: str, suite: str = "", delegated: bool | None = None) -> bool:
         if self.delegated_only and delegated is False:
             return False
+        if self.versions and not self.on_installed_versions():
+            return False
         if suite and not fnmatch.fnmatchcase(suite, self.suite):
             return False
         return fnmatch.fnmatchcase(key, self.match) and not any(fnmatch.fnmatchcase(key, u) for u in self.unless)
+
+    def on_installed_versions(self) -> bool:
+        """Whether every package named in ``versions:`` is installed at a version its specifier admits."""
+        from harness.versions import cached_version, in_spec
+
+        for package, spec in self.versions:
+            have = cached_version(package)
+            if have is None or not in_spec(have, spec):
+                return False
+        return True
 
     def expects(self, status: Status, message: str) -> bool:
         """Whether a failure with this status and message is the one this xfail rule names."""
@@ -441,9 +456,9 @@ def _capabilities(raw: Any, loc: str) -> Capabilities:
 
 
 _RULE_KEYS = {
-    "skip": {"match", "reason", "suite", "unless"},
-    "xfail": {"match", "reason", "suite", "unless", "status", "message", "delegated_only"},
-    "expect": {"match", "suite", "unless", "delegated_ops", "min_delegated_pct"},
+    "skip": {"match", "reason", "suite", "unless", "versions"},
+    "xfail": {"match", "reason", "suite", "unless", "status", "message", "delegated_only", "versions"},
+    "expect": {"match", "suite", "unless", "delegated_ops", "min_delegated_pct", "versions"},
 }
 
 
@@ -485,8 +500,31 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
             if not ops and pct is None:
                 raise RecipeError(f"{here}: an `expect` entry names delegated_ops, min_delegated_pct or both")
         out.append(Rule(str(r["match"]), str(r.get("reason") or ""), str(r.get("suite") or "*"), tuple(map(str, unless)),
-                        bool(r.get("delegated_only", False)), statuses, message, ops, pct))
+                        bool(r.get("delegated_only", False)), statuses, message, ops, pct, _versions(r.get("versions"), here)))
     return tuple(out)
+
+
+def _versions(raw: Any, loc: str) -> tuple[tuple[str, str], ...]:
+    """``versions: {executorch: "<1.5", torch: ">=2.14"}``: each value a PEP 440 specifier (a bare version means ==)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise RecipeError(f"{loc}: `versions` maps a package to a version specifier, e.g. versions: {{executorch: \"<1.5\"}}")
+    out = []
+    for package, spec in raw.items():
+        text = str(spec).strip()
+        if text and text[0].isdigit():
+            text = f"=={text}"
+        try:
+            SpecifierSet(text)
+        except InvalidSpecifier:
+            raise RecipeError(f"{loc}: versions: {package}: {spec!r} is not a version specifier (e.g. \"<1.5\", \">=2.14,<2.15\")") from None
+        if not text or not str(package).strip():
+            raise RecipeError(f"{loc}: versions: {package}: an empty specifier")
+        out.append((str(package).strip().lower(), text))
+    return tuple(sorted(out))
 
 
 def _statuses(raw: Any, loc: str) -> frozenset[Status]:

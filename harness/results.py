@@ -33,7 +33,9 @@ class Header(TypedDict, total=False):
     schema: int
     run_id: str
     created: str  # ISO 8601 UTC
-    versions: dict[str, str]  # torch, executorch, bti, python, os, cpu
+    versions: dict[str, str]  # torch, executorch, torchao, bti, python, os, cpu
+    packages: dict[str, str]  # every package a verdict can depend on (harness.env.VERDICT_PACKAGES) -> version
+    speedups: dict[str, Any]  # active (names), off (name -> reason), forced (harness.speedups.Plan)
     recipes: dict[str, str]  # recipe name -> content hash
     suites: list[str]
     upstream: dict[str, Any]  # repo, sha, pr (when dispatched)

@@ -11,6 +11,11 @@ of every operator name took 1.5 ms): registering a new CIA kernel invalidates it
 checks that every starter-suite item yields identical ``.pte`` bytes and outputs with and without
 it. Turn it off with ``--no-speedups`` or ``BTI_NO_SPEEDUPS=1``.
 
+Every speedup but 3 rests on facts about torch's, executorch's or torchao's code, so each declares the stacks on
+which its identity was verified (``SPEEDUPS``) and stays off on any other (``plan``): the run says so once, the
+results header records the plan (``speedups``), and the result cache's key includes it. ``--force-speedups``
+turns the unverified ones on anyway (the header says ``forced``).
+
 2. ``typing`` work in ``torch._ops``. ``run_decompositions`` wraps every CIA op in
 ``_override_composite_implicit_decomp``, which calls ``OpOverload.py_impl`` about 12,000 times;
 each call defines an inner function whose annotations (``Callable[_P, _T]``) are evaluated, and
@@ -91,8 +96,8 @@ that lacks one of their ops (``_softmax`` or ``bmm`` for SDPA, ``upsample_biline
 upsampling) matches nothing. On such a graph bti runs the pass with an empty pattern list: it does
 what it does on finding no match, and the patterns are never built. Otherwise the pass runs as
 usual, and builds the patterns the first time with the global RNG restored afterwards (they draw
-their example inputs from it). Installed only on the torch and executorch versions whose patterns
-``tests/test_speedups_graph.py`` checks (``PATTERN_GUARD_VERSIONS``). When a run has model items (any kind but
+their example inputs from it). Like every speedup, installed only on the stacks it was verified on (``SPEEDUPS``);
+``tests/test_speedups_graph.py`` checks its patterns on the installed one. When a run has model items (any kind but
 single-operator ones), the parent still builds them before it forks (``prebuild_xnnpack_patterns``), so
 workers do not each build them inside an item.
 
@@ -118,15 +123,117 @@ import gc
 import os
 import sys
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 _ORIGINAL: Any = None
 
 
-def _disabled() -> bool:
-    """``BTI_NO_SPEEDUPS=1`` turns every speedup here off (``--no-speedups`` never enables them)."""
-    return bool(os.environ.get("BTI_NO_SPEEDUPS"))
+# -- which speedups run: each declares the stacks on which its identity was verified -------------------
+
+# The stacks (torch, executorch, torchao releases) on which ``benchmarks/verify_speedups.py`` gave identical
+# programs and outputs with and without the speedups (fp32: ops + models on portable and xnnpack; int8: the
+# three XNNPACK int8 recipes), and the mechanism tests in tests/test_speedups_*.py passed.
+STACK_1_4 = {"torch": "2.13.0", "executorch": "1.4.1", "torchao": "0.18.0"}
+STACK_1_5 = {"torch": "2.14.1", "executorch": "1.5.1", "torchao": "0.18.0"}
+ANY_STACK = None  # not a memoization of torch's code (speedup 3 only schedules the garbage collector)
+
+
+@dataclass(frozen=True)
+class Speedup:
+    number: int
+    name: str
+    verified_on: tuple[dict[str, str], ...] | None  # ANY_STACK: valid whatever the versions
+
+    def verified(self, versions: Mapping[str, str | None]) -> bool:
+        if self.verified_on is None:
+            return True
+        return any(all(_release(versions.get(k)) == v for k, v in stack.items()) for stack in self.verified_on)
+
+
+SPEEDUPS = (
+    Speedup(1, "cia-cache", (STACK_1_4, STACK_1_5)),
+    Speedup(2, "typing-cache", (STACK_1_4, STACK_1_5)),
+    Speedup(3, "gc-policy", ANY_STACK),
+    Speedup(4, "fast-override", (STACK_1_4, STACK_1_5)),
+    Speedup(5, "pattern-cache", (STACK_1_4, STACK_1_5)),
+    Speedup(6, "histogram-search", (STACK_1_4, STACK_1_5)),
+    Speedup(7, "shared-provenance", (STACK_1_4, STACK_1_5)),
+    Speedup(8, "lazy-recompile", (STACK_1_4, STACK_1_5)),
+    Speedup(9, "xnnpack-pattern-guard", (STACK_1_4, STACK_1_5)),
+    Speedup(10, "preservable-order", (STACK_1_4, STACK_1_5)),
+    Speedup(11, "philox-template", (STACK_1_4, STACK_1_5)),
+)
+
+
+def _release(version: str | None) -> str | None:
+    """``2.14.1+cu130`` -> ``2.14.1``: a local build label names the same release."""
+    return version.split("+", 1)[0] if version else None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which speedups this process runs: ``active`` names, and each inactive one's reason (the header's ``speedups``)."""
+
+    active: tuple[str, ...]
+    off: dict[str, str]
+    forced: bool = False
+
+    def header(self) -> dict[str, Any]:
+        return {"active": list(self.active), "off": dict(self.off), "forced": self.forced}
+
+    def notice(self) -> str | None:
+        """The one line a run prints when speedups are off for want of verification (None otherwise)."""
+        unverified = [n for n, why in self.off.items() if why.startswith("not verified")]
+        if not unverified:
+            return None
+        return (f"speedups {', '.join(unverified)} are off: {self.off[unverified[0]]} "
+                "(--force-speedups turns them on)")
+
+
+def plan(enabled: bool = True, force: bool = False, versions: Mapping[str, str | None] | None = None) -> Plan:
+    """The speedups to run on ``versions`` (default: the installed torch, executorch and torchao, from metadata)."""
+    if versions is None:
+        from harness.versions import stack_versions
+
+        versions = stack_versions()
+    if not enabled or os.environ.get("BTI_NO_SPEEDUPS"):
+        return Plan((), {s.name: "--no-speedups" for s in SPEEDUPS})
+    have = " + ".join(f"{k} {versions.get(k) or 'not installed'}" for k in ("torch", "executorch", "torchao"))
+    active, off = [], {}
+    for s in SPEEDUPS:
+        if s.verified(versions) or force:
+            active.append(s.name)
+        else:
+            stacks = "; ".join(" + ".join(f"{k} {v}" for k, v in st.items()) for st in s.verified_on or ())
+            off[s.name] = f"not verified on {have} (verified on {stacks})"
+    return Plan(tuple(active), off, force and any(not s.verified(versions) for s in SPEEDUPS))
+
+
+_PLAN: Plan | None = None
+
+
+def configure(p: Plan) -> None:
+    """Set the speedups this process may enable (``bti run`` does, before it enables any)."""
+    global _PLAN
+    _PLAN = p
+
+
+def current_plan() -> Plan:
+    global _PLAN
+    if _PLAN is None:
+        _PLAN = plan()
+    return _PLAN
+
+
+def _disabled(name: str = "") -> bool:
+    """Whether speedup ``name`` stays off here: ``--no-speedups`` / ``BTI_NO_SPEEDUPS=1``, or not verified on the
+    installed stack (and not forced). With no name: whether every speedup is off."""
+    p = current_plan()
+    if os.environ.get("BTI_NO_SPEEDUPS"):
+        return True
+    return name not in p.active if name else not p.active
 
 
 class _CachedCallableMeta(type):
@@ -162,9 +269,9 @@ class CachedCallable(metaclass=_CachedCallableMeta):
 _PATCHED: dict[tuple[str, str], Any] = {}  # (module, attribute) -> the original object
 
 
-def _rebind(module_name: str, attr: str, replacement: Any) -> bool:
-    """Rebind ``module.attr`` to ``replacement`` once, keeping the original; False when speedups are off."""
-    if _disabled():
+def _rebind(name: str, module_name: str, attr: str, replacement: Any) -> bool:
+    """Rebind ``module.attr`` to ``replacement`` once, keeping the original; False when speedup ``name`` is off."""
+    if _disabled(name):
         return False
     import importlib
 
@@ -185,14 +292,18 @@ def _rebind_everywhere(name: str, original: Any, replacement: Any) -> None:
 
 def enable_typing_cache() -> bool:
     """Speedup 2 (module docstring)."""
-    return _rebind("torch._ops", "Callable", CachedCallable)
+    return _rebind("typing-cache", "torch._ops", "Callable", CachedCallable)
 
 
-def enable_all() -> bool:
-    """Speedups 1, 2 and 4 to 11 (3 is ``enable_gc_policy``, called just before workers fork)."""
-    return (enable_cia_cache() and enable_typing_cache() and enable_fast_override() and enable_pattern_cache()
-            and enable_histogram_search() and enable_shared_provenance() and enable_lazy_recompile()
-            and enable_xnnpack_pattern_guard() and enable_preservable_order() and enable_philox_template())
+def enable_all() -> list[str]:
+    """Speedups 1, 2 and 4 to 11 that the plan allows (3 is ``enable_gc_policy``, called just before workers fork);
+    returns the names enabled."""
+    enablers = {"cia-cache": enable_cia_cache, "typing-cache": enable_typing_cache, "fast-override": enable_fast_override,
+                "pattern-cache": enable_pattern_cache, "histogram-search": enable_histogram_search,
+                "shared-provenance": enable_shared_provenance, "lazy-recompile": enable_lazy_recompile,
+                "xnnpack-pattern-guard": enable_xnnpack_pattern_guard, "preservable-order": enable_preservable_order,
+                "philox-template": enable_philox_template}
+    return [name for name, enable in enablers.items() if enable()]
 
 
 _PATTERNS: dict[Any, Any] = {}
@@ -344,7 +455,7 @@ def _fast_non_linear_param_search(self: Any) -> Any:
 def enable_histogram_search() -> bool:
     """Speedup 6 (module docstring): only when torchao's pt2e observers are already imported."""
     global _HIST_ORIGINAL
-    if _disabled():
+    if _disabled("histogram-search"):
         return False
     observer = sys.modules.get("torchao.quantization.pt2e.observer")
     if observer is None or _HIST_ORIGINAL is not None:
@@ -358,7 +469,7 @@ def enable_pattern_cache() -> bool:
     """Speedup 5 (module docstring): only when torchao's pt2e utils are already imported (a quantizing
     recipe's ``warm``); modules that import the function later get the cached one."""
     global _PATTERN_ORIGINAL
-    if _disabled():
+    if _disabled("pattern-cache"):
         return False
     utils = sys.modules.get("torchao.quantization.pt2e.utils")
     if utils is None or _PATTERN_ORIGINAL is not None:
@@ -460,7 +571,7 @@ def _fast_override_composite_implicit_decomp(cia_ops_to_callable: dict[Any, Any]
 
 def enable_fast_override() -> bool:
     """Speedup 4 (module docstring)."""
-    return _rebind("torch.export.exported_program", "_override_composite_implicit_decomp",
+    return _rebind("fast-override", "torch.export.exported_program", "_override_composite_implicit_decomp",
                    _fast_override_composite_implicit_decomp)
 
 
@@ -470,7 +581,7 @@ _GC_POLICY = False
 def enable_gc_policy() -> bool:
     """Speedup 3: freeze this (warm, not yet forked) process's heap; workers then use ``group_gc``."""
     global _GC_POLICY
-    if _disabled():
+    if _disabled("gc-policy"):
         return False
     gc.freeze()
     _GC_POLICY = True
@@ -482,7 +593,7 @@ def parent_gc(enabled: bool) -> Iterator[None]:
     """Speedup 3, parent side: no automatic collection while ``bti run`` imports torch and
     executorch and warms up (the growing heap set off full collections: 1.1 s of a 4.6 s import),
     nor while it only relays records; the previous state is restored on exit."""
-    if not enabled or _disabled():
+    if not enabled or _disabled("gc-policy"):
         yield
         return
     was_enabled = gc.isenabled()
@@ -510,7 +621,7 @@ def group_gc() -> Iterator[None]:
 
 def enable_cia_cache() -> bool:
     global _ORIGINAL
-    if _disabled() or _ORIGINAL is not None:
+    if _disabled("cia-cache") or _ORIGINAL is not None:
         return _ORIGINAL is not None
     import torch
     import torch._export.utils as teu
@@ -570,7 +681,7 @@ def _node_source_init(self: Any, node: Any, pass_name: str = "", action: Any = N
 def enable_shared_provenance() -> bool:
     """Speedup 7 (module docstring)."""
     global _NODE_SOURCE_ORIGINAL, _NODE_SOURCE_TYPES
-    if _disabled():
+    if _disabled("shared-provenance"):
         return False
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
@@ -689,7 +800,7 @@ def _eager(method: Any) -> Any:
 def enable_lazy_recompile() -> bool:
     """Speedup 8 (module docstring): installs the method; ``lazy_recompile()`` scopes it."""
     global _RECOMPILE_ORIGINAL, _TORCH_FX
-    if _disabled():
+    if _disabled("lazy-recompile"):
         return False
     from torch.fx._lazy_graph_module import _LazyGraphModule
     from torch.fx.experimental import _config as fx_config
@@ -717,7 +828,6 @@ _XNNPACK_PATTERN_PASSES = (
     ("executorch.backends.xnnpack._passes.convert_to_upsample_bilinear2d", "ConvertToUpsampleBilinear2d",
      "bilinear_2d", "get_graphs_dict", dict, ("aten.upsample_bilinear2d.vec",)),
 )
-PATTERN_GUARD_VERSIONS = ("2.13.0", "1.4.1")  # torch, executorch: the versions whose patterns were checked
 _PATTERN_GUARDS: dict[type, Any] = {}  # pass class -> its original call
 
 
@@ -767,15 +877,10 @@ def _edge_op(name: str) -> Any:
 
 def enable_xnnpack_pattern_guard() -> bool:
     """Speedup 9 (module docstring). Installs itself only when XNNPACK's passes are already imported
-    (a recipe that uses XNNPACK imported them) and torch and executorch are the checked versions."""
-    if _disabled():
+    (a recipe that uses XNNPACK imported them) and the plan allows it (the versions its patterns were checked on)."""
+    if _disabled("xnnpack-pattern-guard"):
         return False
     if _PATTERN_GUARDS or any(name not in sys.modules for name, *_ in _XNNPACK_PATTERN_PASSES):
-        return True
-    import torch
-    from executorch.version import __version__ as et_version
-
-    if (torch.__version__.split("+")[0], et_version.split("+")[0]) != PATTERN_GUARD_VERSIONS:
         return True
     for module_name, cls_name, attr, getter, empty, ops in _XNNPACK_PATTERN_PASSES:
         module = sys.modules[module_name]
@@ -807,7 +912,7 @@ def _is_preservable_cia_op(op: Any) -> bool:
 def enable_preservable_order() -> bool:
     """Speedup 10 (module docstring)."""
     global _PRESERVABLE_ORIGINAL, _PRESERVABLE_PARTS
-    if _disabled():
+    if _disabled("preservable-order"):
         return False
     import torch._export.utils as teu
 
@@ -839,7 +944,7 @@ def _philox_reset(self: Any) -> None:
 def enable_philox_template() -> bool:
     """Speedup 11 (module docstring)."""
     global _PHILOX_ORIGINAL, _FUNCTORCH_CONFIG
-    if _disabled():
+    if _disabled("philox-template"):
         return False
     from torch._decomp.decompositions_for_rng import PhiloxState
     from torch._functorch import config

@@ -2,7 +2,7 @@
 
 Key: the case spec hash, the item id, the recipe hash, the seed, the bti version, the versions of
 every package a verdict can depend on (torch, executorch, torchao, openvino, nncf, transformers, …;
-``harness.env.VERDICT_PACKAGES``) and the backend's own code: its distribution's version for a plugin,
+``harness.env.VERDICT_PACKAGES``), the speedups that ran and the backend's own code: its distribution's version for a plugin,
 or the hash of its source file when it is not installed as a distribution (a ``module:Class`` on the
 path). A changed recipe (new hash) re-runs only its own items; anything else is reused. Only
 deterministic outcomes are stored (not TIMEOUT, CRASH or ERROR). One small JSON file per key under
@@ -29,11 +29,13 @@ def default_dir() -> Path:
 
 
 class ResultCache:
-    def __init__(self, root: Path, versions: dict[str, str]) -> None:
+    def __init__(self, root: Path, versions: dict[str, str], speedups: tuple[str, ...] = ()) -> None:
         from harness.env import verdict_versions
 
         self.root = root
         self.versions = {**verdict_versions(), "bti": versions.get("bti", "")}
+        if speedups:  # the speedups that ran (verified identity-preserving, but a forced one may not be)
+            self.versions["speedups"] = ",".join(speedups)
         self._backend_code: dict[str, str] = {}
 
     def backend_code(self, recipe: Recipe) -> str:

@@ -45,6 +45,7 @@ class RunOptions:
     durations: Path | None = None
     upstream: dict[str, Any] = field(default_factory=dict)
     speedups: bool = True
+    force_speedups: bool = False  # run speedups on a stack they were not verified on (harness.speedups.plan)
     threads: int = 1
     max_items: int = 400
     max_growth_mb: float = 1024.0
@@ -82,8 +83,16 @@ class Progress(Protocol):
 
 
 def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
-    from harness.speedups import parent_gc
+    from harness.speedups import configure, parent_gc, plan
+    from harness.versions import check_stack
 
+    stack = check_stack()  # a broken or mismatched install: one line, exit 2, before any file is touched
+    for warning in stack.warnings:
+        print(f"bti: warning: {warning}", file=sys.stderr)
+    speedups = plan(opts.speedups, opts.force_speedups)
+    configure(speedups)
+    if speedups.notice():
+        print(f"bti: {speedups.notice()}", file=sys.stderr)
     with parent_gc(opts.speedups):
         return _execute(opts, progress)
 
@@ -117,7 +126,10 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
     shard_spec = parse_shard(opts.shard)
     if shard_spec:
         groups = shard(groups, *shard_spec, durations=_durations(opts.durations))
-    vers = versions()
+    from harness.speedups import current_plan
+    from harness.versions import header_versions
+
+    vers = {**versions(), "torchao": header_versions().get("torchao", "not installed")}
     run_id = uuid.uuid4().hex[:12]
     unavailable = {r.name: unavailable_reason(r) for r in recipes}
     header: Header = {
@@ -129,13 +141,14 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
                         for r in recipes},
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
         "control": control, "rerun_failures": opts.rerun_failures, "baseline": baseline,
+        "packages": header_versions(), "speedups": current_plan().header(),
     }
     from harness.cases.suite import check_ops
 
     done: set[str] = set()
     settled_before: list[Record] = []  # --resume: what the earlier run recorded (the control's, the baseline's status)
     writer: ResultsWriter | None = None
-    cache = ResultCache(opts.cache_dir, vers) if opts.cache_dir and not baseline else None
+    cache = ResultCache(opts.cache_dir, vers, current_plan().active) if opts.cache_dir and not baseline else None
     try:
         if opts.resume and opts.out.exists() and opts.out.stat().st_size:
             writer = ResultsWriter(opts.out, None)  # lock first, then repair and read
