@@ -130,6 +130,34 @@ def test_composite_action(scenario, fake: FakeGitHub, recipes: str, failing: boo
     assert [t["name"] for t in cb["failed_tests"]] == bad
 
 
+# ---------------------------------------------------------------------------------------------- the other pair
+def _other_pair() -> dict[str, str]:
+    """The matrix pair that is not installed here, from its constraints file (torch and executorch pins)."""
+    from harness.versions import installed_version
+
+    for path in sorted((Path(__file__).resolve().parents[2] / "constraints").glob("executorch-*.txt")):
+        pins = dict(line.split("==", 1) for line in path.read_text().splitlines() if "==" in line and not line.startswith("#"))
+        if pins.get("executorch") != installed_version("executorch"):
+            return {k: pins[k] for k in ("torch", "executorch")}
+    raise AssertionError("no other pair in constraints/")
+
+
+def test_other_pair_through_executorch_spec(scenario, fake: FakeGitHub) -> None:
+    """The composite action installs the matrix's other pair (torch-spec + executorch-spec in one resolve) over a
+    runner whose interpreter has this pair, runs real programs on it, and the results header records what ran."""
+    other = _other_pair()
+    sc = scenario("pair.yml")
+    run = sc.run("pull_request", sc.pull_request_event(), fake,
+                 variables={"TORCH_SPEC": f"torch=={other['torch']}", "EXECUTORCH_SPEC": f"executorch=={other['executorch']}"})
+    assert run.jobs == {"pair/suite": "success"}, run.log[-4000:]
+    lines = [json.loads(x) for x in (run.artifacts / "bti-results-all" / "results.jsonl").read_text().splitlines()]
+    header, recs = lines[0], lines[1:]
+    assert header["versions"]["executorch"] == other["executorch"]
+    assert header["versions"]["torch"].split("+")[0] == other["torch"]
+    assert len(recs) == 8 and all(r["status"] in ("PASS", "PASS_UNDELEGATED") for r in recs), [(r["id"], r["status"]) for r in recs]
+    assert any(r["delegate_blobs"] for r in recs if r["recipe"] == "xnnpack")  # lowered to XNNPACK and ran
+
+
 # ---------------------------------------------------------------------------------------------- the reusable workflow
 def _call(scenario, fake: FakeGitHub, *, recipes: str, shards: int = 2, labels: str = '["self-hosted", "linux", "acme-npu"]',
           fork: bool = False, env: dict[str, str] | None = None, variables: dict[str, str] | None = None,
