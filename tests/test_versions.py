@@ -202,3 +202,43 @@ def test_speedups_change_no_program_on_the_installed_pair(bti, tmp_path: Path) -
         other = off[item_id]
         assert rec["status"] == other["status"] and rec.get("pte_sha256") == other.get("pte_sha256"), item_id
         assert rec.get("outputs") == other.get("outputs"), item_id
+
+
+def test_an_unverified_stack_patches_nothing() -> None:
+    """On a stack outside a speedup's verified list its enabler declines and leaves torch as it is."""
+    import torch._ops
+
+    before = sp.current_plan()
+    callable_before = torch._ops.Callable
+    sp.configure(sp.plan(versions=_stack("2.15.0", "1.6.0", "0.19.0")))
+    try:
+        if "typing-cache" not in before.active:
+            assert not sp.enable_typing_cache() and torch._ops.Callable is callable_before
+        for enable in (sp.enable_fast_override, sp.enable_preservable_order, sp.enable_philox_template,
+                       sp.enable_shared_provenance, sp.enable_lazy_recompile, sp.enable_xnnpack_pattern_guard):
+            assert enable() is False, enable.__name__
+        assert sp.enable_all() == []
+    finally:
+        sp.configure(before)
+
+
+def test_the_cache_key_holds_btis_own_code(tmp_path: Path) -> None:
+    """bti's version is a fixed 0.1.0 while its code changes: editing any file of harness/ must change the key
+    (a #26 finding: results computed by older code were reused)."""
+    import shutil
+
+    from harness.recipes import load_recipe
+    from harness.runner import cache
+
+    copy = tmp_path / "harness"
+    shutil.copytree(ROOT / "harness", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert cache.harness_code(copy) == cache.harness_code()  # the same code, wherever it lies
+    before = cache.harness_code(copy)
+    verdict = copy / "verdict.py"
+    verdict.write_text(verdict.read_text() + "\n# an edit\n")
+    assert cache.harness_code(copy) != before
+    recipe = load_recipe("portable")
+    key = cache.ResultCache(tmp_path, {"bti": "0.1.0"}).key("s", "i", recipe, 0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cache, "harness_code", lambda root=None: "edited")
+        assert cache.ResultCache(tmp_path, {"bti": "0.1.0"}).key("s", "i", recipe, 0) != key

@@ -2,9 +2,9 @@
 
 Key: the case spec hash, the item id, the recipe hash, the seed, the bti version, the versions of
 every package a verdict can depend on (torch, executorch, torchao, openvino, nncf, transformers, …;
-``harness.env.VERDICT_PACKAGES``), the speedups that ran and the backend's own code: its distribution's version for a plugin,
-or the hash of its source file when it is not installed as a distribution (a ``module:Class`` on the
-path). A changed recipe (new hash) re-runs only its own items; anything else is reused. Only
+``harness.env.VERDICT_PACKAGES``), the speedups that ran, the hash of bti's own code (``harness_code``: its
+version stays 0.1.0 while the code changes) and the backend's own code: its distribution's version for a plugin,
+or the hash of its source file when it is not installed as a distribution (a ``module:Class`` on the path). A changed recipe (new hash) re-runs only its own items; anything else is reused. Only
 deterministic outcomes are stored (not TIMEOUT, CRASH or ERROR). One small JSON file per key under
 ``$BTI_CACHE_DIR`` (default ``.bti-cache/``), written atomically.
 """
@@ -33,7 +33,8 @@ class ResultCache:
         from harness.env import verdict_versions
 
         self.root = root
-        self.versions = {**verdict_versions(), "bti": versions.get("bti", "")}
+        # bti's version stays 0.1.0 while its code changes: the code itself is in the key, for every backend
+        self.versions = {**verdict_versions(), "bti": versions.get("bti", ""), "bti_code": harness_code()}
         if speedups:  # the speedups that ran (verified identity-preserving, but a forced one may not be)
             self.versions["speedups"] = ",".join(speedups)
         self._backend_code: dict[str, str] = {}
@@ -77,7 +78,7 @@ def _backend_code(name: str) -> str:
     from harness.backends import BUILTIN
     from harness.env import module_distribution
 
-    if name in BUILTIN:
+    if name in BUILTIN:  # its code is bti's own, which the key holds (harness_code)
         return "builtin"
     target = next((ep.value for ep in entry_points(group="bti.backends") if ep.name == name), name)
     module = target.partition(":")[0]
@@ -89,3 +90,15 @@ def _backend_code(name: str) -> str:
         return "sha256:" + hashlib.sha256(Path(source or "").read_bytes()).hexdigest()[:16]
     except Exception:
         return "unknown"
+
+
+def harness_code(root: Path | None = None) -> str:
+    """A hash of bti's own code and data (every file under ``harness/`` but caches): a record computed by other
+    code is not reused. About 100 small files: a few milliseconds, once per run."""
+    import hashlib
+
+    root = root or Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
