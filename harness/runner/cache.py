@@ -4,7 +4,8 @@ Key: the case spec hash, the item id, the recipe hash, the seed, the bti version
 every package a verdict can depend on (torch, executorch, torchao, openvino, nncf, transformers, …;
 ``harness.env.VERDICT_PACKAGES``), the speedups that ran, the hash of bti's own code (``harness_code``: its
 version stays 0.1.0 while the code changes) and the backend's own code: its distribution's version for a plugin,
-or the hash of its source file when it is not installed as a distribution (a ``module:Class`` on the path). A changed recipe (new hash) re-runs only its own items; anything else is reused. Only
+or the hash of its source file when it is not installed as a distribution (a ``module:Class`` on the path).
+A changed recipe (new hash) re-runs only its own items; anything else is reused. Only
 deterministic outcomes are stored (not TIMEOUT, CRASH or ERROR). One small JSON file per key under
 ``$BTI_CACHE_DIR`` (default ``.bti-cache/``), written atomically.
 """
