@@ -2,7 +2,8 @@
 
 Recipe key ``options`` (this backend's own, declared through ``extra_keys``): ``fault`` (segfault |
 abort | sleep | perturb | noise | raise_lower | none_output | write_inputs |
-hostile_lower | alloc | bad_lower | bad_serialize | write_weights (any program with weights) | flaky, wrong on each program's first
+hostile_lower | alloc | bad_lower | bad_serialize | chdir (changes the worker's directory to BTI_FAULT_STATE
+while lowering, as some delegates' compilers do) | write_weights (any program with weights) | flaky, wrong on each program's first
 attempt: needs ``BTI_FAULT_STATE``, a directory) and ``op`` (an
 edge op name such as ``aten.mul.Tensor``): the fault fires only for programs containing that op,
 so every other item must come out intact.
@@ -38,6 +39,8 @@ class FaultBackend(ExecuTorchBackend):
             self.first_time = not os.path.exists(marker)
             open(marker, "w").close()
         self.options = opts
+        if self.armed == "chdir":
+            os.chdir(os.environ["BTI_FAULT_STATE"])
         if self.armed == "raise_lower":
             raise RuntimeError("fault backend: refusing to lower on purpose")
         if opts.get("fault") == "write_weights":  # any program with weights: doubles them where they are shared

@@ -54,6 +54,22 @@ def test_run_bundle_writes_programs_that_bench_verifies(bti, bundled: Path) -> N
     assert case["runtime_verified"] is True and float(case["outputs"][0]["max_abs"]) < 1e-4
 
 
+def test_a_delegate_that_changes_directory_moves_no_bundle(bti, tmp_path: Path) -> None:
+    """With a relative -o (the default `out`), a delegate that calls os.chdir while lowering must not send that
+    worker's later programs, other recipes' too, into its own directory (a #26 silent bug: the records listed
+    programs/... and the run exited 0)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    res = bti("run", "-s", "smoke", "-k", "op.mul.*", "-k", "op.add.*", "-r", "fault-chdir", "-r", "portable", "--bundle",
+              "-j", "1", "--no-reuse", "--no-report", "-o", "out", cwd=tmp_path, env={"BTI_FAULT_STATE": str(elsewhere)})
+    assert res.code == 0, res.err
+    recs = records(tmp_path / "out")
+    assert {r["recipe"] for r in recs.values()} == {"fault-chdir", "portable"} and len(recs) >= 4
+    for item_id, rec in recs.items():
+        assert (tmp_path / "out" / rec["artifacts"]["pte"]).is_file(), item_id
+    assert not any(elsewhere.rglob("*.pte")), sorted(map(str, elsewhere.rglob("*")))
+
+
 def test_bench_flags_a_bundle_whose_expected_outputs_are_wrong(bti, bundled: Path, tmp_path: Path) -> None:
     import torch
     from executorch.devtools import BundledProgram

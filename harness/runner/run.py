@@ -320,7 +320,9 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
         enable_gc_policy()
     cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
-                     log_dir=str(opts.out.parent / "logs"), bundle_dir=str(opts.bundle_dir) if opts.bundle_dir else None,
+                     # absolute: a delegate that changes the worker's directory must not move the next item's files
+                     log_dir=str((opts.out.parent / "logs").absolute()),
+                     bundle_dir=str(opts.bundle_dir.absolute()) if opts.bundle_dir else None,
                      control=control, attempt=attempt, baseline=baseline)
     pool = Pool(cfg, recipes, record, contexts)
     try:
