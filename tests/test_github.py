@@ -111,6 +111,39 @@ def test_retry_after_403_rate_limit(fake: FakeGitHub) -> None:
     assert len(posts) == 2 and len(fake.comments[7]) == 1
 
 
+def _graphql_fault(fake: FakeGitHub, errors: list[dict], times: int = 1, **headers: str) -> None:
+    """GitHub's GraphQL endpoint answering 200 with ``errors`` (a timeout, a rate limit): PyGithub raises a 400."""
+    from .github_fake import Fault
+
+    fake.faults.append(Fault("POST", r"/graphql", 200, times, headers, {"errors": errors}))
+
+
+def test_graphql_errors_are_reported_in_githubs_words(fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A #26 silent bug: a GraphQL 200 with errors read "list comments of #N failed with 400"."""
+    _graphql_fault(fake, [{"type": "FORBIDDEN", "message": "Resource not accessible by integration\n<b>x</b>"}])
+    with pytest.raises(PublishError) as info:
+        publisher(fake).upsert_comment(7, "k", comment.marker("k"))
+    text = info.value.one_line()
+    assert "list comments of #7: GitHub answered with errors: FORBIDDEN: Resource not accessible by integration" in text
+    assert "failed with 400" not in text and "\n" not in text
+    reset = int(time.time()) + 3600
+    monkeypatch.setenv("BTI_GITHUB_MAX_WAIT", "5")
+    _graphql_fault(fake, [{"type": "RATE_LIMITED", "message": "API rate limit exceeded for installation ID 1."}],
+                   **{"x-ratelimit-reset": str(reset)})
+    with pytest.raises(PublishError) as info:
+        publisher(fake).upsert_comment(7, "k", comment.marker("k"))
+    text = info.value.one_line()
+    assert "GitHub answered with errors: RATE_LIMITED: API rate limit exceeded for installation ID 1." in text
+    assert f"it resets at {time.strftime('%H:%M:%S', time.gmtime(reset))} UTC" in text and "BTI_GITHUB_MAX_WAIT" in text
+
+
+def test_a_graphql_timeout_is_repeated(fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "sleep", lambda s: None)  # the wait itself is not under test
+    _graphql_fault(fake, [{"message": "Something went wrong while executing your query. This may be the result of a timeout"}])
+    assert publisher(fake).upsert_comment(7, "k", comment.marker("k"))[0] == "created"
+    assert len([p for m, p, _ in fake.log if m == "POST" and p == "/graphql"]) == 2 and len(fake.comments[7]) == 1
+
+
 def test_5xx_is_retried_then_reported_clearly(fake: FakeGitHub) -> None:
     fake.inject("GET", r"/repos/octo-org/octo-repo", 502, times=2)
     assert publisher(fake).upsert_comment(8, "k", comment.marker("k"))[0] == "created"

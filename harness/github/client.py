@@ -75,9 +75,33 @@ def _reset_text(headers: dict[str, str] | None) -> str:
     return f"at {when:%H:%M:%S} UTC (in {max(0, int(int(reset) - time.time()))} s)"
 
 
+def graphql_errors(data: Any) -> tuple[str, set[str]] | None:
+    """GitHub's own words from a GraphQL answer that carried ``errors`` (PyGithub raises it as a 400 with no
+    ``message``): the first three, one line, and their ``type``s (``RATE_LIMITED``, ``TIMEOUT``…). None otherwise."""
+    errors = data.get("errors") if isinstance(data, dict) else None
+    if not isinstance(errors, list) or not errors:
+        return None
+    parts, types = [], set()
+    for err in errors[:3]:
+        if not isinstance(err, dict):
+            continue
+        kind = str(err.get("type") or "")
+        types.add(kind)
+        text = " ".join(str(err.get("message") or "").split())  # GitHub's text, kept to one plain line
+        parts.append(f"{kind}: {text}" if kind else text)
+    return "; ".join(p for p in parts if p)[:400] or "errors without a message", types
+
+
 def _retry_after(exc: GithubException, attempt: int) -> float | None:
     """Seconds to wait before repeating a failed write, or None when repeating cannot help."""
     headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    gql = graphql_errors(exc.data)
+    if gql is not None:  # a GraphQL answer with errors: a rate limit waits for its reset, a timeout a little
+        if "RATE_LIMITED" in gql[1]:
+            if headers.get("x-ratelimit-reset", "").isdigit():
+                return max(0.0, int(headers["x-ratelimit-reset"]) - time.time() + 1)
+            return 60.0
+        return 5.0 * attempt if "TIMEOUT" in gql[1] or "timeout" in gql[0].lower() else None
     message = str(exc.data.get("message", "") if isinstance(exc.data, dict) else exc.data).lower()
     if exc.status >= 500:
         try:
@@ -112,6 +136,10 @@ def write(what: str, fn: Callable[[], T], *, recheck: Callable[[], T | None] | N
                                    "acted on it already and a second request would act twice") from None
             if wait is None or attempt == attempts:
                 call(what, functools.partial(_raise, exc))
+            gql = graphql_errors(exc.data)
+            if wait is not None and wait > limit and gql is not None:
+                raise PublishError(f"GitHub API: {what}: GitHub answered with errors: {gql[0]}; it resets "
+                                   f"{_reset_text(exc.headers)}; bti waits at most {limit:g} s (BTI_GITHUB_MAX_WAIT)") from None
             if wait is not None and wait > limit and exc.status in (403, 429):
                 raise PublishError(f"GitHub API: {what}: rate limit exhausted, it resets {_reset_text(exc.headers)}; "
                                    f"bti waits at most {limit:g} s (BTI_GITHUB_MAX_WAIT)") from None
@@ -140,6 +168,13 @@ def call(what: str, fn: Callable[[], T], raw: bool = False) -> T:
     except GithubException as exc:
         if raw:
             raise
+        gql = graphql_errors(exc.data)
+        if gql is not None:  # GitHub answered, with errors: say what it said, and when to try again
+            text, types = gql
+            when = (f"retry {_reset_text(exc.headers)}" if "RATE_LIMITED" in types
+                    else "retry in a minute" if "TIMEOUT" in types or "timeout" in text.lower() else "")
+            raise PublishError(f"GitHub API: {what}: GitHub answered with errors: {text}" + (f"; {when}" if when else ""),
+                               status=exc.status) from None
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         hint = {401: "the token is invalid or expired", 403: "the token lacks permission (or a rate limit outlasted the retries)",
                 404: "check the repository name and that the token can see it", 422: "GitHub rejected the request body"}.get(exc.status)
