@@ -1,7 +1,7 @@
 """``bti runner build``: compile ``bti_runner`` (``harness/runtime_src/bti_runner.cpp``) against the
 installed executorch wheel.
 
-What the wheel ships, measured on executorch 1.4.1: headers for the runtime core only
+What the wheel ships, measured on executorch 1.4.1 (1.5.1: see ``link_inputs``): headers for the runtime core only
 (``executorch/include``), one cmake config whose single target points at the pybindings' shared
 library, and **no static libraries** (no ``libexecutorch*.a``, kernels, XNNPACK, cpuinfo, pthreadpool or
 bundled_program archives, and no ``extension/data_loader``, ``extension/module`` or
@@ -31,7 +31,10 @@ SOURCE = Path(__file__).parent / "runtime_src" / "bti_runner.cpp"
 
 
 def link_inputs() -> tuple[list[str], list[str]]:
-    """(include dirs, link arguments) for the installed wheel; UserError naming whatever is missing."""
+    """(include dirs, link arguments) for the installed wheel; UserError naming whatever is missing. Two layouts:
+    executorch 1.4 ships everything in ``_portable_lib*.so`` (plus the platform layer in the QNN library);
+    executorch 1.5 ships the runtime, kernels, XNNPACK and the thread pool as ``lib/libexecutorch*.so`` and keeps
+    bundled_program in the pybindings' ``_C*.so``."""
     import importlib.util
 
     spec = importlib.util.find_spec("executorch")
@@ -41,22 +44,27 @@ def link_inputs() -> tuple[list[str], list[str]]:
     torch_spec = importlib.util.find_spec("torch")
     torch_lib = Path(next(iter(torch_spec.submodule_search_locations))) / "lib" if torch_spec and torch_spec.submodule_search_locations else None
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    portable = et / "extension" / "pybindings" / f"_portable_lib{ext}"
-    qnn = et / "backends" / "qualcomm" / "libqnn_executorch_backend.so"
     include = et / "include"
     libdir = sysconfig.get_config_var("LIBDIR") or ""
     ldversion = sysconfig.get_config_var("LDVERSION") or ""
     libpython = Path(libdir) / f"libpython{ldversion}.so"
-    missing = [str(p) for p in (include, portable, qnn) if not p.exists()]
+    portable = et / "extension" / "pybindings" / f"_portable_lib{ext}"
+    if portable.exists():  # executorch 1.4
+        libs = [portable, et / "backends" / "qualcomm" / "libqnn_executorch_backend.so"]
+    else:  # executorch 1.5: the pybindings first (bti_runner's build-freshness check looks at it)
+        libs = [et / "extension" / "pybindings" / f"_C{ext}",
+                *(et / "lib" / f"libexecutorch{n}.so" for n in ("", "_kernels_optimized", "_backend_xnnpack", "_threadpool"))]
+    missing = [str(p) for p in (include, *libs) if not p.exists()]
     if not libpython.exists():
         missing.append(f"{libpython} (this Python is not a shared build: Py_ENABLE_SHARED="
                        f"{sysconfig.get_config_var('Py_ENABLE_SHARED')})")
     if missing:
         raise UserError(f"bti runner build: the installed wheel lacks {', '.join(missing)}")
     includes = [str(include), str(include / "executorch" / "runtime" / "core" / "portable_type" / "c10")]
-    link = [str(portable), str(qnn), f"-L{libdir}", f"-lpython{ldversion}",
-            f"-Wl,-rpath,{portable.parent}", f"-Wl,-rpath,{libdir}", f"-Wl,-rpath,{qnn.parent}",
-            *([f"-Wl,-rpath-link,{torch_lib}"] if torch_lib else []), "-lpthread", "-ldl"]
+    rpaths = dict.fromkeys(str(p.parent) for p in libs)
+    link = ["-Wl,--no-as-needed", *map(str, libs), f"-L{libdir}", f"-lpython{ldversion}",
+            *(f"-Wl,-rpath,{d}" for d in [*rpaths, libdir]),
+            *([f"-Wl,-rpath-link,{torch_lib}", f"-Wl,-rpath,{torch_lib}"] if torch_lib else []), "-lpthread", "-ldl"]
     return includes, link
 
 
@@ -67,7 +75,7 @@ def build(output: Path | None = None, compiler: str | None = None) -> Path:
     if not cxx:
         raise UserError("bti runner build: no C++ compiler (install g++: `apt-get install -y g++`)")
     includes, link = link_inputs()
-    deps = [SOURCE, Path(link[0])]
+    deps = [SOURCE, Path(link[1])]  # the first library after --no-as-needed
     if out.is_file() and all(out.stat().st_mtime >= d.stat().st_mtime for d in deps):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 //
 // Builds against ONLY what the executorch pip wheel ships:
 //   - headers:  site-packages/executorch/include
-//   - library:  site-packages/executorch/extension/pybindings/_portable_lib.*.so
+//   - library:  site-packages/executorch/extension/pybindings/_portable_lib.*.so (executorch 1.4);
+//               on 1.5, lib/libexecutorch*.so and pybindings/_C.*.so (harness/runner_build.py)
 //               (exports runtime core, portable+optimized kernels, XNNPACK
 //                backend, bundled_program and data loaders)
 // The wheel has no headers for extension/data_loader or devtools/bundled_program,
