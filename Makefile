@@ -10,11 +10,13 @@ STAMP   := $(VENV)/.bti-installed
 OUT     ?= out
 ARGS    ?=
 # `make test` runs every test on PAIR, then these on the other pair: export, quantize, lower and run for real
-# (test_e2e), the start-up check and per-version rules, and the speedups with and without (test_versions, test_speedups_*)
+# (test_e2e), the start-up check and per-version rules, the speedups with and without (test_versions, test_speedups_*),
+# and the C++ runner built against the other wheel layout
 # the vision extra (torchvision, timm) needs torch >= 2.14: the 1.4 pair goes without it (tv-models: UNAVAILABLE)
 comma   := ,
 EXTRAS  := test,openvino,models,onnx$(if $(filter 1.5,$(PAIR)),$(comma)vision)
-PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_speedups_graph.py tests/test_speedups_quant.py
+PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_speedups_graph.py tests/test_speedups_quant.py \
+              tests/test_providers.py::test_verify_through_the_cpp_runner_matches_pybind_bit_for_bit
 
 .PHONY: run test test-pair lint setup clean browser toolchain
 
