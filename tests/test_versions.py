@@ -150,6 +150,12 @@ def test_the_fixed_upstream_bugs_are_xfail_only_before_1_5() -> None:
         rules = xnn.xfail_rules(key)
         assert bool(rules) == old, (key, rules)
         assert all(r.versions == (("executorch", "<1.5"),) for r in xnn.xfail if r.match.startswith(key.split("[")[0][:14]))
+    # and what 1.5 fixed stays fixed: avg_pool2d must be delegated there (an `expect` limited to >= 1.5)
+    rule = xnn.expectation("op.avg_pool2d.k2s2[float16,static]", "ops")
+    assert (rule is not None and rule.delegated_ops == ("aten.avg_pool2d.default",)) == (not old)
+    if old:  # on 1.4 the float32 item falls through to the general fp32 list, which has no avg_pool2d
+        fp32 = xnn.expectation("op.avg_pool2d.k2s2[float32,static]", "ops")
+        assert fp32 is not None and "aten.avg_pool2d.default" not in fp32.delegated_ops
 
 
 # -- speedups that know their versions ------------------------------------------------------------------------------
