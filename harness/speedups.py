@@ -621,8 +621,10 @@ def group_gc() -> Iterator[None]:
 
 def enable_cia_cache() -> bool:
     global _ORIGINAL
-    if _disabled("cia-cache") or _ORIGINAL is not None:
-        return _ORIGINAL is not None
+    if _disabled("cia-cache"):
+        return False
+    if _ORIGINAL is not None:
+        return True
     import torch
     import torch._export.utils as teu
 
