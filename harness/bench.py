@@ -252,9 +252,7 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
 
     for warning in check_stack().warnings:  # a broken install: one line, exit 2
         print(f"bti: warning: {warning}", file=sys.stderr)
-    import torch
-
-    from harness.providers import ProviderError, ProviderSpec, PybindProvider, RunOptions
+    from harness.providers import ProviderSpec
 
     spec = runtime or ProviderSpec()
     subjects = [_subject(path, method, reference)]
@@ -262,20 +260,113 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
         if reference is not None:
             raise UserError("--reference is for one program; an A/B bench compares the two programs' outputs")
         subjects.append(_subject(other, method, None))
-    torch.set_num_threads(1)
-    from executorch.runtime import Runtime
+    run = _Runner(spec, method, threads)
+    run.load(subjects)
+    inputs = _bench_inputs(subjects, seed, method)
+    if run.in_process:
+        _preflight(subjects, inputs, method)
+    run.measure(subjects, inputs, warmup, repeats, progress)
+    results = [_one(sub, method, warmup, inputs) for sub in subjects]
+    first = results[0]
+    first["runtime"] = spec.kind
+    for sub, res in zip(subjects, results, strict=True):
+        _check_accuracy(run, sub, res, tol or {}, recipe, reference if sub is subjects[0] else None, inputs)
+    if len(subjects) == 2:
+        _ab(first, results[1], subjects, tol or {}, recipe)
+    for sub in subjects:
+        sub.method = None  # the method is released first: the program must outlive it (EXECUTORCH-NOTES)
+        sub.program = None
+    return first
 
-    with _runtime_log([]):
-        Runtime.get()  # runtime initialisation is not the program's memory
-    in_process = spec.kind == "pybind"
-    if in_process:
-        PybindProvider.set_threads(threads)
+
+class _Runner:
+    """Where the programs run: in this process (pybind), or a subprocess per call through a runtime provider."""
+
+    def __init__(self, spec: Any, method: str, threads: int | None) -> None:
+        self.spec, self.method, self.threads = spec, method, threads
+        self.in_process = spec.kind == "pybind"
+        self.provider: Any = None if self.in_process else spec.build()
+
+    def load(self, subjects: list[Subject]) -> None:
+        import torch
+        from executorch.runtime import Runtime
+
+        from harness.providers import PybindProvider
+
+        torch.set_num_threads(1)
+        with _runtime_log([]):
+            Runtime.get()  # runtime initialisation is not the program's memory
+        if not self.in_process:
+            if self.method != "forward":
+                raise UserError(f"--runtime {self.spec.kind}: runners run `forward` only, not {self.method!r}")
+            return
+        PybindProvider.set_threads(self.threads)
         for sub in subjects:
             rss_start = rss_mb()
-            sub.program, sub.method, sub.load_ms = _load(sub.program_bytes, sub.path, method)
+            sub.program, sub.method, sub.load_ms = _load(sub.program_bytes, sub.path, self.method)
             sub.memory = {"rss_start": round(rss_start, 1), "load_growth": round(rss_mb() - rss_start, 1)}
-    elif method != "forward":
-        raise UserError(f"--runtime {spec.kind}: runners run `forward` only, not {method!r}")
+
+    def measure(self, subjects: list[Subject], inputs: list[Any], warmup: int, repeats: int,
+                progress: Callable[[int], None] | None) -> None:
+        """Every subject's latencies and last outputs, interleaved so the machine's drift hits A and B alike."""
+        from harness.providers import ProviderError
+
+        for sub in subjects:
+            sub.samples = []
+        log: list[str] = []
+        running: list[Subject] = []
+        try:
+            if self.in_process:
+                self._in_process(subjects, inputs, warmup, repeats, progress, log, running)
+            else:
+                self._through_provider(subjects, inputs, warmup, repeats, progress, running)
+        except (ProviderError, RuntimeError) as exc:
+            where = running[-1].path if running else subjects[0].path
+            raise UserError(f"{where}: running {self.method!r} failed: {_why(exc, log)}") from None
+
+    def _in_process(self, subjects: list[Subject], inputs: list[Any], warmup: int, repeats: int,
+                    progress: Callable[[int], None] | None, log: list[str], running: list[Subject]) -> None:
+        for i in range(warmup + repeats):  # call by call: A, B, A, B ...
+            for sub in subjects:
+                running.append(sub)
+                with _runtime_log(log):
+                    t0 = time.perf_counter()
+                    out = sub.method.execute(inputs)
+                    dt = (time.perf_counter() - t0) * 1000.0
+                if i >= warmup:
+                    sub.samples.append(dt)  # type: ignore[union-attr]
+                sub.outputs = list(out)
+            if progress is not None:
+                progress(1)
+
+    def _through_provider(self, subjects: list[Subject], inputs: list[Any], warmup: int, repeats: int,
+                          progress: Callable[[int], None] | None, running: list[Subject]) -> None:
+        from harness.providers import RunOptions
+
+        rounds = max(1, min(repeats, 5))  # a subprocess per call: interleaved in rounds, each loading once
+        per = [repeats // rounds + (1 if r < repeats % rounds else 0) for r in range(rounds)]
+        for r, n in enumerate(per):
+            for sub in subjects:
+                running.append(sub)
+                ex = self.provider.execute(sub.program_bytes, "pte", inputs, RunOptions(warmup if r == 0 else 0, n, self.threads))
+                sub.samples.extend(ex.latencies_ms)  # type: ignore[union-attr]
+                sub.outputs = ex.outputs
+                if r == 0:
+                    sub.load_ms, sub.memory = ex.load_ms, dict(ex.memory_mb)
+            if progress is not None:
+                progress(n + (warmup if r == 0 else 0))
+
+    def outputs(self, sub: Subject, inputs: list[Any]) -> list[Any]:
+        """One untimed run of ``sub`` on ``inputs`` (a bundled test case)."""
+        from harness.providers import RunOptions
+
+        if self.in_process:
+            return list(sub.method.execute(inputs))
+        return list(self.provider.execute(sub.program_bytes, "pte", inputs, RunOptions(0, 1, self.threads)).outputs)
+
+
+def _bench_inputs(subjects: list[Subject], seed: int, method: str) -> list[Any]:
+    """The inputs every subject runs on: A's (B's bundled ones when only B brings cases); A and B must agree."""
     inputs = _inputs_for(subjects[0], seed, method)
     if len(subjects) == 2:
         if subjects[1].cases and not subjects[0].cases:
@@ -284,84 +375,41 @@ def bench(path: Path, *, method: str = "forward", warmup: int = 3, repeats: int 
         if _signature(other_inputs) != _signature(inputs):
             raise UserError(f"A and B take different inputs ({_signature(inputs)} vs {_signature(other_inputs)}): "
                             "an A/B bench compares two programs of the same case")
-    if in_process:
-        _preflight(subjects, inputs, method)
-    for sub in subjects:
-        sub.samples = []
-    total = warmup + repeats
-    log: list[str] = []
-    running: Subject | None = None
-    try:
-        if in_process:  # interleaved call by call: A, B, A, B ... so drift hits both alike
-            for i in range(total):
-                for sub in subjects:
-                    running = sub
-                    with _runtime_log(log):
-                        t0 = time.perf_counter()
-                        out = sub.method.execute(inputs)
-                        dt = (time.perf_counter() - t0) * 1000.0
-                    if i >= warmup:
-                        sub.samples.append(dt)  # type: ignore[union-attr]
-                    sub.outputs = list(out)
-                if progress is not None:
-                    progress(1)
-        else:  # a subprocess per call: interleaved in rounds, each loading once
-            provider = spec.build()
-            rounds = max(1, min(repeats, 5))
-            per = [repeats // rounds + (1 if r < repeats % rounds else 0) for r in range(rounds)]
-            for r, n in enumerate(per):
-                for sub in subjects:
-                    running = sub
-                    ex = provider.execute(sub.program_bytes, "pte", inputs,
-                                          RunOptions(warmup if r == 0 else 0, n, threads))
-                    sub.samples.extend(ex.latencies_ms)  # type: ignore[union-attr]
-                    sub.outputs = ex.outputs
-                    if r == 0:
-                        sub.load_ms, sub.memory = ex.load_ms, dict(ex.memory_mb)
-                if progress is not None:
-                    progress(n + (warmup if r == 0 else 0))
-    except (ProviderError, RuntimeError) as exc:
-        raise UserError(f"{running.path if running else subjects[0].path}: running {method!r} failed: {_why(exc, log)}") from None
-    results = [_one(sub, method, warmup, inputs) for sub in subjects]
-    first = results[0]
-    first["runtime"] = spec.kind
+    return inputs
+
+
+def _check_accuracy(run: _Runner, sub: Subject, res: dict[str, Any], tol: dict[str, float | None], recipe: str | None,
+                    reference: Path | None, inputs: list[Any]) -> None:
+    """``sub``'s bundled cases (or, for a .pte, the ``--reference`` program's outputs), by its own criteria."""
+    crit, source = criteria(tol, recipe, sub)  # each program by its own criteria (its own card)
     checks: list[dict[str, Any]] = []
-    for sub, res in zip(subjects, results, strict=True):
-        crit, source = criteria(tol or {}, recipe, sub)  # each program by its own criteria (its own card)
-        checks = []
-        if sub.cases:
-            for idx, (case_inputs, expected) in enumerate(sub.cases):
-                if in_process:
-                    got = list(sub.method.execute(case_inputs))
-                else:  # each case on its own inputs, through the same provider
-                    got = provider.execute(sub.program_bytes, "pte", case_inputs, RunOptions(0, 1, threads)).outputs
-                verdict = compare(_np(got), _np(expected), crit)
-                entry: dict[str, Any] = {"case": idx, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats}
-                if in_process and ("atol" in crit or "rtol" in crit):  # the runtime's own check takes atol/rtol only
-                    entry["runtime_verified"] = _runtime_verify(sub.buf, method, idx, crit.get("rtol", 0.0), crit.get("atol", 0.0))
-                checks.append(entry)
-        elif reference is not None and sub is subjects[0]:
-            verdict = compare(_np(sub.outputs or []), _np(_reference_outputs(reference, inputs)), crit)
-            checks.append({"case": 0, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats})
-        if checks:
-            res["accuracy"] = {**crit, "criteria": crit, "from": source, "cases": checks}
-            res["ok"] = all(c["ok"] and c.get("runtime_verified", True) for c in checks)
-    if len(subjects) == 2:
-        a, b = subjects
-        # A vs B: by the criteria given, else B's (the candidate: an int8 B is held to its SQNR floor, not to
-        # the fp32 A's atol)
-        crit, _ = criteria(tol or {}, recipe, b)
-        agreement = compare(_np(b.outputs or []), _np(a.outputs or []), crit)
-        ratio, lo, hi = ratio_ci(a.samples or [], b.samples or [])
-        first["ab"] = {"b": results[1], "ratio_b_over_a": ratio, "ci95": [lo, hi],
-                       "agreement": {"ok": agreement.ok, "message": agreement.message, "criteria": crit,
-                                     "outputs": agreement.stats}}
-        first["ok_a"] = first["ok"]
-        first["ok"] = first["ok"] and results[1]["ok"] and agreement.ok
-    for sub in subjects:
-        sub.method = None  # the method is released first: the program must outlive it (EXECUTORCH-NOTES)
-        sub.program = None
-    return first
+    for idx, (case_inputs, expected) in enumerate(sub.cases or []):
+        verdict = compare(_np(run.outputs(sub, case_inputs)), _np(expected), crit)
+        entry: dict[str, Any] = {"case": idx, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats}
+        if run.in_process and ("atol" in crit or "rtol" in crit):  # the runtime's own check takes atol/rtol only
+            entry["runtime_verified"] = _runtime_verify(sub.buf, run.method, idx, crit.get("rtol", 0.0), crit.get("atol", 0.0))
+        checks.append(entry)
+    if not sub.cases and reference is not None:
+        verdict = compare(_np(sub.outputs or []), _np(_reference_outputs(reference, inputs)), crit)
+        checks.append({"case": 0, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats})
+    if checks:
+        res["accuracy"] = {**crit, "criteria": crit, "from": source, "cases": checks}
+        res["ok"] = all(c["ok"] and c.get("runtime_verified", True) for c in checks)
+
+
+def _ab(first: dict[str, Any], second: dict[str, Any], subjects: list[Subject], tol: dict[str, float | None],
+        recipe: str | None) -> None:
+    """A vs B: the latency ratio with its interval, and how far B's outputs agree with A's, by the criteria given,
+    else B's (the candidate: an int8 B is held to its SQNR floor, not to the fp32 A's atol)."""
+    a, b = subjects
+    crit, _ = criteria(tol, recipe, b)
+    agreement = compare(_np(b.outputs or []), _np(a.outputs or []), crit)
+    ratio, lo, hi = ratio_ci(a.samples or [], b.samples or [])
+    first["ab"] = {"b": second, "ratio_b_over_a": ratio, "ci95": [lo, hi],
+                   "agreement": {"ok": agreement.ok, "message": agreement.message, "criteria": crit,
+                                 "outputs": agreement.stats}}
+    first["ok_a"] = first["ok"]
+    first["ok"] = first["ok"] and second["ok"] and agreement.ok
 
 
 def _one(sub: Subject, method: str, warmup: int, inputs: list[Any]) -> dict[str, Any]:

@@ -18,8 +18,6 @@ def first_line(text: str) -> str:
 class UserError(Exception):
     """A problem in the user's input. Rendered as one line, exit code 2."""
 
-    exit_code = 2
-
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint

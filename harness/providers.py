@@ -53,33 +53,46 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from harness.errors import UserError, first_line
+from harness.status import Status
 
 PROVIDERS = ("pybind", "runner", "command")
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")
 
 
 class ProviderError(RuntimeError):
-    """The provider ran, and the program (or the runner) failed: the item's run stage failed."""
+    """The provider ran, and the program (or the runner) failed: the item's run stage failed.
+
+    ``status``: the item's status when a subclass says more than "the stage failed" (None: the stage's failure)."""
+
+    status: ClassVar[Status | None] = None
 
 
 class ProviderCrash(ProviderError):
     """The runner process died (a signal, or no result at all): CRASH for this item only."""
 
+    status = Status.CRASH
+
 
 class ProviderTimeout(ProviderError):
     """The runner overran its time limit: TIMEOUT for this item only."""
+
+    status = Status.TIMEOUT
 
 
 class ProviderUnsupported(ProviderError):
     """The provider cannot take this case (e.g. a non-tensor input to a subprocess runner)."""
 
+    status = Status.SKIP
+
 
 class ProviderSetup(ProviderError):
     """The way to the device failed (a push or pull, a runner that cannot start): ERROR, triage infra,
     never the backend's fault."""
+
+    status = Status.ERROR
 
 
 @dataclass(frozen=True)
@@ -193,7 +206,9 @@ def _split(template: str, what: str) -> list[str]:
 def runner_command(target: str = "") -> list[str]:
     """The runner to start: ``runner:PATH``, else ``$BTI_RUNNER``, else the one ``bti runner build``
     made, else none (a one-line error naming the ways to get one)."""
-    words = shlex.split(target) if target else shlex.split(os.environ.get("BTI_RUNNER") or "")
+    from harness.settings import current
+
+    words = shlex.split(target) if target else list(current().runner)
     if words:
         exe = words[0]
         found = exe if os.sep in exe else shutil.which(exe)
@@ -209,7 +224,9 @@ def runner_command(target: str = "") -> list[str]:
 
 
 def default_runner_path() -> Path:
-    base = Path(os.environ.get("BTI_CACHE_DIR") or ".bti-cache")
+    from harness.settings import current
+
+    base = current().cache_dir
     return base / "runner" / "bti_runner"
 
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -240,7 +239,9 @@ def recipe_dirs() -> list[Path]:
 
     bti's own are the repository's ``recipes/`` in a checkout, and ``harness/_recipes`` in an installed wheel.
     """
-    dirs = [Path(p) for p in os.environ.get("BTI_RECIPE_PATH", "").split(os.pathsep) if p]
+    from harness.settings import current
+
+    dirs = list(current().recipe_path)
     dirs.append(Path.cwd() / "recipes")
     here = Path(__file__).resolve().parent
     dirs += [here.parent / "recipes", here / "_recipes"]

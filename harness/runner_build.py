@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import sysconfig
-import time
 from pathlib import Path
 
 from harness.errors import UserError
@@ -82,12 +81,10 @@ def build(output: Path | None = None, compiler: str | None = None) -> Path:
     tmp = out.with_name(f".{out.name}.{os.getpid()}")
     argv = [cxx, "-std=c++17", "-O2", "-Wno-deprecated-declarations", "-DC10_USING_CUSTOM_GENERATED_MACROS",
             "-o", str(tmp), str(SOURCE), *(f"-I{i}" for i in includes), *link]
-    t0 = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         first = next((x for x in proc.stderr.splitlines() if "error" in x), proc.stderr.strip()[:300])
         raise UserError(f"bti runner build: {Path(cxx).name} failed: {first[:300]}")
     os.replace(tmp, out)
-    os.environ.setdefault("BTI_RUNNER_BUILD_S", f"{time.monotonic() - t0:.1f}")
     return out

@@ -120,7 +120,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import os
 import sys
 import weakref
 from collections.abc import Iterator, Mapping
@@ -192,13 +191,18 @@ class Plan:
                 "(--force-speedups turns them on)")
 
 
-def plan(enabled: bool = True, force: bool = False, versions: Mapping[str, str | None] | None = None) -> Plan:
-    """The speedups to run on ``versions`` (default: the installed torch, executorch and torchao, from metadata)."""
+def plan(enabled: bool | None = None, force: bool | None = None, versions: Mapping[str, str | None] | None = None) -> Plan:
+    """The speedups to run on ``versions`` (default: the installed torch, executorch and torchao, from metadata);
+    ``enabled`` and ``force`` default to the settings' (``--no-speedups``, ``--force-speedups``)."""
+    from harness.settings import current
+
+    enabled = current().speedups if enabled is None else enabled
+    force = current().force_speedups if force is None else force
     if versions is None:
         from harness.versions import stack_versions
 
         versions = stack_versions()
-    if not enabled or os.environ.get("BTI_NO_SPEEDUPS"):
+    if not enabled:
         return Plan((), {s.name: "--no-speedups" for s in SPEEDUPS})
     have = " + ".join(f"{k} {versions.get(k) or 'not installed'}" for k in ("torch", "executorch", "torchao"))
     active, off = [], {}
@@ -231,8 +235,6 @@ def _disabled(name: str = "") -> bool:
     """Whether speedup ``name`` stays off here: ``--no-speedups`` / ``BTI_NO_SPEEDUPS=1``, or not verified on the
     installed stack (and not forced). With no name: whether every speedup is off."""
     p = current_plan()
-    if os.environ.get("BTI_NO_SPEEDUPS"):
-        return True
     return name not in p.active if name else not p.active
 
 
@@ -400,12 +402,8 @@ def _fast_non_linear_param_search(self: Any) -> Any:
     csum = cSum.tolist()  # exact: float32 values as Python floats
     f32 = np.float32
 
-    stepsize = 1e-5  # granularity
-    alpha = 0.0  # lower bound
-    beta = 1.0  # upper bound
-    start_bin = 0
-    end_bin = self.bins - 1
-    norm_min = float("inf")
+    stepsize, alpha, beta = 1e-5, 0.0, 1.0  # granularity, lower bound, upper bound
+    start_bin, end_bin, norm_min = 0, self.bins - 1, float("inf")
 
     with np.errstate(over="ignore", invalid="ignore"):
         while alpha < beta:
@@ -416,12 +414,7 @@ def _fast_non_linear_param_search(self: Any) -> Any:
             # find the left and right bins between the quantile bounds
             lo = float(f32(next_alpha * total))  # torch rounds the scalar to the tensor's float32
             hi = float(f32(next_beta * total))
-            l = start_bin  # noqa: E741
-            r = end_bin
-            while l < end_bin and csum[l] < lo:
-                l = l + 1  # noqa: E741
-            while r > start_bin and csum[r] > hi:
-                r = r - 1
+            l, r = _quantile_bins(csum, lo, hi, start_bin, end_bin)  # noqa: E741
 
             # decide the next move
             next_start_bin = start_bin
@@ -450,6 +443,16 @@ def _fast_non_linear_param_search(self: Any) -> Any:
     new_min = self.min_val + bin_width * start_bin
     new_max = self.min_val + bin_width * (end_bin + 1)
     return new_min, new_max
+
+
+def _quantile_bins(csum: list[float], lo: float, hi: float, start_bin: int, end_bin: int) -> tuple[int, int]:
+    """torchao's scan for the left and right bins between the quantile bounds ``lo`` and ``hi``."""
+    left, right = start_bin, end_bin
+    while left < end_bin and csum[left] < lo:
+        left = left + 1
+    while right > start_bin and csum[right] > hi:
+        right = right - 1
+    return left, right
 
 
 def enable_histogram_search() -> bool:

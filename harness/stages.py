@@ -32,10 +32,12 @@ from harness.backends import Backend, get_backend
 from harness.cases.case import Item
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
-from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats, timed_calls
+from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats
+from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
 from harness.status import Stage, Status
+from harness.suites import is_model_kind
 from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
 
 T = TypeVar("T")
@@ -61,7 +63,9 @@ def error_info(exc: BaseException) -> ErrorInfo:
     if root is not exc:
         msg = f"{first_line(msg)} — caused by {type(root).__name__}: {str(root).strip()}"
     frames = traceback.format_exception(type(root), root, root.__traceback__)
-    return ErrorInfo(type(root).__name__, _text(msg[:4000]), _text("".join(frames[-8:])[-4000:]))
+    # a runtime provider's error (raised, or the root of what was raised) decides: CRASH, TIMEOUT, SKIP or ERROR
+    status = next((e.status for e in (exc, root) if isinstance(e, ProviderError)), None)
+    return ErrorInfo(type(root).__name__, _text(msg[:4000]), _text("".join(frames[-8:])[-4000:]), status)
 
 
 def _text(s: str) -> str:
@@ -291,7 +295,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     outs: list[Any] = []
     try:
         backend: Backend = get_backend(recipe.backend)
-        log = StageLog(group.outcomes(export=getattr(backend, "needs_export", True)))
+        log = StageLog(group.outcomes(export=backend.needs_export))
         if any(s.failed for s in log.done):
             raise _Stop
         _run_stages(backend, item, recipe, group, log, facts, bundle_dir, outs, refs)
@@ -372,35 +376,12 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         memory["aot"] = meter.peak()
         memory["aot_growth"] = round(memory["aot"] - start, 1)
         start = meter.start()
-        if getattr(backend, "runs_programs", False):  # the record names where the program ran
+        if backend.runs_programs:  # the record names where the program ran
             facts["runtime"] = recipe.runtime.provider.label if recipe.runtime.provider is not None else "pybind"
         handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
         facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
-        inputs = clone_inputs(group.built.run)
-        checks_inputs = not group.ref_mutates and not (stats or {}).get("input_mutations")
-
-        provider_facts: dict[str, Any] = {}
-
-        def run() -> tuple[Any, list[float]]:
-            execute = getattr(backend, "execute", None)
-            if execute is None:
-                return timed_calls(lambda: backend.run(handle, inputs), recipe.runtime.warmup, recipe.runtime.repeats)
-            outs, samples, more = execute(handle, inputs, recipe.runtime.warmup, recipe.runtime.repeats)
-            provider_facts.update(more)
-            return outs, samples
-
-        def run_fault(result: tuple[Any, list[float]]) -> str | None:
-            why = output_fault(result[0])
-            if why is None and checks_inputs:
-                changed = changed_inputs(inputs, group.built.run)
-                if changed:
-                    why = f"the program wrote into its input tensor(s) {', '.join(f'input[{i}]' for i in changed)}"
-            if why is None and group.weights_written():
-                why = "it wrote into the model's weights (shared with the eager reference and the other recipes)"
-            return why
-
-        outs, samples = stage(Stage.RUN, run, run_fault)
-        if item.case.kind in MODEL_KINDS and getattr(backend, "execute", None) is None:
+        outs, samples, provider_facts = _run(backend, handle, recipe, group, stage, stats)
+        if is_model_kind(item.case.kind) and not backend.runs_programs:
             deterministic = _runs_twice_identically(backend, handle, group, outs)
         if "load_ms" in provider_facts:  # loaded where the provider runs: its own load time
             facts["load_ms"] = provider_facts["load_ms"]
@@ -416,14 +397,38 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     facts["latency_ms"] = lat
     outs = list(outs)
     keep.extend(o.detach().cpu().clone() if hasattr(o, "detach") else o for o in outs)
-    rule = str(recipe.accuracy.rule or getattr(backend, "accuracy_rule", None) or "allclose")
+    rule = str(recipe.accuracy.rule or backend.accuracy_rule or "allclose")
     facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs, refs, rule, deterministic))
     if bundle_dir:
         name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
 
 
-MODEL_KINDS = ("model", "hf", "hf-full", "tv")  # whole models: model-level accuracy checks apply
+def _run(backend: Backend, handle: Any, recipe: Recipe, group: Group, stage: StageLog,
+         stats: dict[str, Any] | None) -> tuple[list[Any], list[float], dict[str, Any]]:
+    """The run stage: warmup + repeats runs on fresh copies of the inputs, checked against the backend contract
+    (tensors out; the inputs and the model's weights untouched). Returns outputs, latencies and provider facts."""
+    inputs = clone_inputs(group.built.run)
+    checks_inputs = not group.ref_mutates and not (stats or {}).get("input_mutations")
+    provider_facts: dict[str, Any] = {}
+
+    def run() -> tuple[Any, list[float]]:
+        outs, samples, more = backend.execute(handle, inputs, recipe.runtime.warmup, recipe.runtime.repeats)
+        provider_facts.update(more)
+        return outs, samples
+
+    def run_fault(result: tuple[Any, list[float]]) -> str | None:
+        why = output_fault(result[0])
+        if why is None and checks_inputs:
+            changed = changed_inputs(inputs, group.built.run)
+            if changed:
+                why = f"the program wrote into its input tensor(s) {', '.join(f'input[{i}]' for i in changed)}"
+        if why is None and group.weights_written():
+            why = "it wrote into the model's weights (shared with the eager reference and the other recipes)"
+        return why
+
+    outs, samples = stage(Stage.RUN, run, run_fault)
+    return outs, samples, provider_facts
 
 
 def _runs_twice_identically(backend: Backend, handle: Any, group: Group, outs: list[Any]) -> bool | None:
@@ -460,7 +465,7 @@ def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline
     verdict = compare([_to_numpy(o) for o in outs], [_to_numpy(r) for r in refs], tol, dtypes)
     ok, message = verdict.ok, verdict.message
     accuracy: dict[str, Any] = {}
-    model = item.case.kind in MODEL_KINDS
+    model = is_model_kind(item.case.kind)
     if model and rule == "dynamo" and baseline is None and not recipe.quantized and not tol.get("shape_only") \
             and not verdict.structural:
         # under autocast the device computes in the autocast dtype: its tolerance and multiplier (dynamo's --amp)

@@ -1,6 +1,7 @@
 """Closed sets: work-item status and pipeline stage.
 
-No code compares status strings: use the predicates on the members.
+No code compares status strings, and nothing outside this module lists statuses: use the predicates
+(``is_pass``, ``is_failure``, ``did_not_run``, ``is_infra``) and the display ``group`` on the members.
 
 Policy: FLAKY (an item whose attempts under ``--rerun-failures`` disagree) fails the run, like any
 other failure: a backend whose answer changes between runs of the same program has a bug. It is
@@ -63,9 +64,22 @@ class Status(StrEnum):
         return self not in _OK
 
     @property
-    def is_backend_failure(self) -> bool:
-        """The backend (not the model, not the harness) is at fault."""
-        return self.is_failure and self not in (Status.FAIL_EXPORT, Status.ERROR, Status.XPASS)
+    def did_not_run(self) -> bool:
+        """Never attempted here: skipped, its backend unavailable, or blocked by its baseline's failure."""
+        return self in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED)
+
+    @property
+    def group(self) -> Group:
+        """The display group every report uses (portal filters, dashboard cells, tables, history)."""
+        if self.is_failure:
+            return Group.FAILING
+        if self is Status.PASS_UNDELEGATED:
+            return Group.UNDELEGATED
+        if self is Status.PASS:
+            return Group.PASS
+        if self is Status.XFAIL:
+            return Group.XFAIL
+        return Group.SKIPPED
 
     @property
     def is_infra(self) -> bool:
@@ -74,11 +88,37 @@ class Status(StrEnum):
 
     @property
     def emoji(self) -> str:
-        if self.is_pass:
-            return "✅"
-        if self in (Status.SKIP, Status.UNAVAILABLE, Status.XFAIL, Status.BLOCKED):
-            return "⚪"
-        return "❌"
+        return self.group.emoji
+
+
+class Group(StrEnum):
+    """A status's display group. ``value`` is the portal's filter name; the rest is how each report draws it."""
+
+    PASS = "pass"
+    UNDELEGATED = "undelegated"
+    XFAIL = "xfail"
+    SKIPPED = "skipped"
+    FAILING = "failing"
+
+    @property
+    def emoji(self) -> str:
+        """Summaries and PR comments: a pass, nothing to see, or a failure."""
+        return {Group.PASS: "✅", Group.UNDELEGATED: "✅", Group.FAILING: "❌"}.get(self, "⚪")
+
+    @property
+    def symbol(self) -> str:
+        """Markdown tables: ✅ delegated pass, 🟡 undelegated pass, ❌, ``xfail``, — not run."""
+        return {Group.PASS: "✅", Group.UNDELEGATED: "🟡", Group.XFAIL: "xfail", Group.FAILING: "❌"}.get(self, "—")
+
+    @property
+    def css(self) -> str:
+        """The dashboard's cell class."""
+        return {Group.PASS: "pass", Group.UNDELEGATED: "undel", Group.XFAIL: "xfail", Group.SKIPPED: "skip"}.get(self, "fail")
+
+    @property
+    def outcome(self) -> str:
+        """History's three-way view: ``pass``, ``fail`` or ``other`` (expected failures and items that did not run)."""
+        return {Group.PASS: "pass", Group.UNDELEGATED: "pass", Group.FAILING: "fail"}.get(self, "other")
 
 
 # BLOCKED is not a failure of its own: the baseline's failure, recorded on the baseline's item, is.

@@ -42,6 +42,7 @@ class ErrorInfo:
     type: str
     message: str
     trace: str = ""
+    status: Status | None = None  # the error decides the item's status itself (a runtime provider's ``status``)
 
     def as_dict(self) -> dict[str, str]:
         return {"type": self.type, "message": self.message, "trace": self.trace}
@@ -223,7 +224,7 @@ def _status(recipe: Recipe | None, item: Item | None, o: Outcome) -> tuple[Statu
         if s.error is not None:
             # a runtime provider's runner process died or hung: that item alone is CRASH / TIMEOUT, and a
             # case it cannot take (a non-tensor input) is SKIP (harness.providers)
-            status = _PROVIDER_STATUS.get(s.error.type, s.stage.failure)
+            status = s.error.status or s.stage.failure
             return status, f"{s.stage.value}: {first_line(s.error.message)}", (None if status is Status.SKIP else s.error)
         if s.fault is not None:
             msg = f"the backend's fault: {s.fault}"
@@ -238,10 +239,6 @@ def _status(recipe: Recipe | None, item: Item | None, o: Outcome) -> tuple[Statu
         return (Status.PASS_UNDELEGATED,
                 "correct, but nothing was delegated: " + ", ".join(sorted(part.get("undelegated_ops", {})))[:300], None)
     return Status.PASS, "", None
-
-
-_PROVIDER_STATUS = {"ProviderCrash": Status.CRASH, "ProviderTimeout": Status.TIMEOUT, "ProviderUnsupported": Status.SKIP,
-                    "ProviderSetup": Status.ERROR}
 
 
 def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> str:

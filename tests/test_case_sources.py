@@ -27,6 +27,10 @@ class VendorModels:
     kinds = ("vendor",)
     requires = ()
     warm_discovery = False
+    whole_models = True
+
+    def prefetch(self):
+        pass
 
     def discover(self):
         return [Case(id="model.vendor_mlp.v1", suite=self.name, kind="vendor", spec={"hidden": 8}, op=None,

@@ -9,7 +9,7 @@ from .conftest import ROOT
 
 
 def test_ruff_clean() -> None:
-    res = subprocess.run([sys.executable, "-m", "ruff", "check", "harness", "tests", "scripts", "benchmarks"],
+    res = subprocess.run([sys.executable, "-m", "ruff", "check", "harness", "tests", "scripts", "benchmarks", "examples"],
                          cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
 
@@ -19,3 +19,28 @@ def test_mypy_strict_clean() -> None:
     res = subprocess.run([sys.executable, "-m", "mypy"], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert "Success: no issues found" in res.stdout
+
+
+def test_no_function_over_60_lines() -> None:
+    """Functions fit on a screen (STYLE.md): a long one hides its steps; name them instead."""
+    import ast
+
+    long = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 60:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, long
+
+
+def test_only_settings_reads_bti_variables() -> None:
+    """One settings object (harness/settings.py): no other module reads or writes a BTI_* variable."""
+    import re
+
+    pattern = re.compile(r"""(?:environ|\benv)(\.get\(|\[|\.setdefault\(|\.pop\()\s*["']BTI_""")
+    offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "harness").rglob("*.py"))
+                 if p.name != "settings.py" and pattern.search(p.read_text(encoding="utf-8"))]
+    assert not offenders, offenders
+    assert pattern.search((ROOT / "harness" / "settings.py").read_text(encoding="utf-8"))  # the pattern does match

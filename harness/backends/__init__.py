@@ -29,10 +29,16 @@ composes them and never asks which backend it is:
 * ``bundle(recipe, directory, name, lowered, blob, inputs, refs, outs)`` → files written for a device
   (``{"pte": path, "bpte": path}``, or ``{"bundle_skipped": why}``).
 
-A backend whose programs can run elsewhere (ExecuTorch: ``runs_programs = True``) also has
-``execute(handle, inputs, warmup, repeats) -> (outputs, latencies in ms, facts)``: the load and run
-through the recipe's runtime provider (``harness.providers``), which times its own runs; ``facts``
-carries what the provider measured (``load_ms``, ``runtime``, ``memory_mb``).
+* ``execute(handle, inputs, warmup, repeats)`` → (outputs, latencies in ms, facts): what the runner calls.
+  ``BaseBackend``'s calls ``run`` warmup + repeats times in process. A backend whose programs can run elsewhere
+  (ExecuTorch: ``runs_programs = True``) loads and runs through the recipe's runtime provider
+  (``harness.providers``), which times its own runs; ``facts`` carries what it measured (``load_ms``,
+  ``memory_mb``). ``run`` is then called only through the pybind provider, never under ``--runtime runner``.
+* ``accuracy_rule`` — ``"dynamo"`` to judge whole models by dynamo's benchmark rule unless a recipe says
+  otherwise (the eager-device and ``torch.compile`` backends); None for allclose.
+
+A model item that runs in process (``runs_programs`` False) is run once more on the backend and compared bit
+for bit (``accuracy.deterministic``).
 
 ``BaseBackend`` gives the optional parts defaults. Third-party backends register with an entry point
 in the ``bti.backends`` group, pointing at a class with that interface, or a recipe names
@@ -58,8 +64,16 @@ Where = Callable[..., str]  # where(key=None) -> "file:line"
 
 
 class Backend(Protocol):
+    """Everything the runner reads from a backend (``BaseBackend`` gives each optional part its default).
+
+    One instance per backend name per process: in a worker it serves every recipe that names it, so state kept
+    on ``self`` between ``lower`` and ``run`` belongs to the item in hand (workers run one item at a time)."""
+
     name: str
     stages: frozenset[Stage]
+    needs_export: bool  # False: lower() works from ``built.module`` and never reads ``ep`` (no torch.export)
+    runs_programs: bool  # True: load/run go through a runtime provider (``execute``); ``bti run --runtime`` applies
+    accuracy_rule: str | None  # a model's default rule when its recipe names none: "dynamo" or None (allclose)
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> Any: ...
     def unavailable_reason(self, recipe: Recipe) -> str | None: ...
@@ -69,6 +83,8 @@ class Backend(Protocol):
     def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]: ...
     def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Any: ...
     def run(self, handle: Any, inputs: tuple[Any, ...]) -> list[Any]: ...
+    def execute(self, handle: Any, inputs: tuple[Any, ...], warmup: int,
+                repeats: int) -> tuple[list[Any], list[float], dict[str, Any]]: ...
     def bundle(self, recipe: Recipe, directory: Path, name: str, lowered: Any, blob: bytes | None,
                inputs: tuple[Any, ...], refs: list[Any], outs: list[Any]) -> dict[str, str]: ...
 
@@ -80,6 +96,7 @@ class BaseBackend:
     stages: frozenset[Stage] = frozenset()
     runs_programs = False  # True: its programs run through runtime providers (``bti run --runtime``)
     needs_export = True  # False: lower() works from ``built.module`` and never reads ``ep`` (no torch.export)
+    accuracy_rule: str | None = None  # "dynamo": models are judged by dynamo's benchmark rule unless a recipe says
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> Any:
         if raw:
@@ -98,6 +115,18 @@ class BaseBackend:
 
     def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
         raise NotImplementedError(f"backend {self.name} has no serialize stage")
+
+    def run(self, handle: Any, inputs: tuple[Any, ...]) -> list[Any]:
+        raise NotImplementedError(f"backend {self.name} does not run programs")
+
+    def execute(self, handle: Any, inputs: tuple[Any, ...], warmup: int,
+                repeats: int) -> tuple[list[Any], list[float], dict[str, Any]]:
+        """``warmup`` untimed and ``repeats`` timed calls of ``run`` in this process: (the last outputs, the
+        latencies in ms, no provider facts). A backend that runs its programs elsewhere overrides it."""
+        from harness.metrics import timed_calls
+
+        outs, samples = timed_calls(lambda: self.run(handle, inputs), warmup, repeats)
+        return list(outs), samples, {}
 
     def bundle(self, recipe: Recipe, directory: Path, name: str, lowered: Any, blob: bytes | None,
                inputs: tuple[Any, ...], refs: list[Any], outs: list[Any]) -> dict[str, str]:
@@ -128,21 +157,35 @@ def _import(target: str, what: str) -> Any:
         raise RecipeError(f"backend {what!r} cannot be loaded from {target}: {type(exc).__name__}: {exc}") from None
 
 
+#: what a backend object must have (the ``Backend`` Protocol); ``BaseBackend`` has all but lower and load
+REQUIRED = ("name", "stages", "needs_export", "runs_programs", "accuracy_rule", "parse_options", "unavailable_reason",
+            "warm", "quantize", "lower", "serialize", "load", "run", "execute", "bundle")
+
+
 @cache
 def get_backend(name: str) -> Backend:
-    """Registry, then entry points, then ``module:Class``."""
+    """Registry, then entry points, then ``module:Class``; an object that lacks part of the Protocol is refused."""
     if name in BUILTIN:
-        return _import(BUILTIN[name], name)()  # type: ignore[no-any-return]
+        return _checked(_import(BUILTIN[name], name)(), name, BUILTIN[name])
     for ep in entry_points(group="bti.backends"):
         if ep.name == name:
             try:
-                return ep.load()()  # type: ignore[no-any-return]
+                backend = ep.load()()
             except Exception as exc:  # a broken plugin is the plugin's problem: its items are UNAVAILABLE
                 raise RecipeError(f"backend {name!r} cannot be loaded from {ep.value}: {type(exc).__name__}: {exc}") from None
+            return _checked(backend, name, ep.value)
     if ":" in name:
-        return _import(name, name)()  # type: ignore[no-any-return]
+        return _checked(_import(name, name)(), name, name)
     known = sorted({*BUILTIN, *(e.name for e in entry_points(group="bti.backends"))})
     raise RecipeError(f"unknown backend {name!r}", hint=f"registered backends: {', '.join(known)}")
+
+
+def _checked(backend: Any, name: str, where: str) -> Backend:
+    missing = [a for a in REQUIRED if not hasattr(backend, a)]
+    if missing:
+        raise RecipeError(f"backend {name!r} from {where} lacks {', '.join(missing)}",
+                          hint="subclass harness.backends.BaseBackend, which has every optional part")
+    return backend  # type: ignore[no-any-return]
 
 
 def unavailable_reason(recipe: Recipe) -> str | None:

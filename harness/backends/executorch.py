@@ -10,7 +10,6 @@ load, run.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -70,7 +69,17 @@ def registered_runtime_backends() -> set[str]:
 
 def _options(recipe: Recipe) -> ExecuTorchOptions:
     opts = recipe.options
-    return opts if isinstance(opts, ExecuTorchOptions) else ExecuTorchOptions()
+    if opts is None:
+        return ExecuTorchOptions()
+    if not isinstance(opts, ExecuTorchOptions):  # never lower without the recipe's partitioners and quantizer
+        raise RecipeError(_foreign_options(recipe))
+    return opts
+
+
+def _foreign_options(recipe: Recipe) -> str:
+    return (f"recipe {recipe.name}: backend {recipe.backend}'s parse_options returned a {type(recipe.options).__name__}, "
+            "not an ExecuTorchOptions: ExecuTorch would lower it without its partitioners and quantizer (declare your "
+            "keys in extra_keys and read them from recipe.options.extra, or subclass ExecuTorchOptions)")
 
 
 def _partitioner(name: str, recipe: Recipe) -> Any:
@@ -167,6 +176,8 @@ class ExecuTorchBackend(BaseBackend):
                                  bool(edge.get("check_ir_validity", True)), MappingProxyType(extra))
 
     def unavailable_reason(self, recipe: Recipe) -> str | None:
+        if recipe.options is not None and not isinstance(recipe.options, ExecuTorchOptions):
+            return _foreign_options(recipe)
         needed = recipe.requires.runtime_backends
         if needed:
             have = registered_runtime_backends()
@@ -250,7 +261,9 @@ class ExecuTorchBackend(BaseBackend):
         if isinstance(handle, Loaded):  # through self.run: a vendor subclass's own run() is what gets timed
             outs, samples = timed_calls(lambda: self.run(handle, inputs), warmup, repeats)
             return outs, samples, {}
-        opts = RunOptions(warmup, repeats, handle.threads, float(os.environ.get("BTI_ITEM_TIMEOUT") or 600.0))
+        from harness.settings import current
+
+        opts = RunOptions(warmup, repeats, handle.threads, current().provider_timeout_s)
         ex = handle.provider.execute(handle.blob, "pte", inputs, opts)
         outs = list(ex.outputs)[handle.mutations:]
         return outs, ex.latencies_ms, {"load_ms": round(ex.load_ms, 3), "memory_mb": ex.memory_mb}

@@ -21,9 +21,9 @@ from github import Auth, Github, GithubException, GithubRetry
 from github.GithubException import RateLimitExceededExceedsMaxWait
 
 from harness.errors import UserError
+from harness.settings import current
 
 T = TypeVar("T")
-DEFAULT_API = "https://api.github.com"
 
 
 class PublishError(UserError):
@@ -35,19 +35,18 @@ class PublishError(UserError):
 
 
 def api_url() -> str:
-    return os.environ.get("GITHUB_API_URL") or DEFAULT_API
+    return current().github_api_url
 
 
 def max_wait() -> float:
     """The longest bti sleeps for GitHub (a rate limit, a Retry-After): ``BTI_GITHUB_MAX_WAIT``, default 60 s."""
-    try:
-        return float(os.environ.get("BTI_GITHUB_MAX_WAIT", "60"))
-    except ValueError:
-        raise UserError(f"BTI_GITHUB_MAX_WAIT={os.environ['BTI_GITHUB_MAX_WAIT']!r}: expected seconds") from None
+    return current().github_max_wait_s
 
 
-def read_retry(total: int = 5, backoff_factor: float = 1.0) -> GithubRetry:
-    """Retries for idempotent reads only; writes go through ``write``."""
+def read_retry(total: int = 5, backoff_factor: float | None = None) -> GithubRetry:
+    """Retries for idempotent reads only; writes go through ``write``. The backoff is the settings'
+    (``BTI_GITHUB_BACKOFF``, 1 s by default), as for writes."""
+    backoff_factor = current().github_backoff_s if backoff_factor is None else backoff_factor
     wait = max_wait()
     return GithubRetry(total=total, backoff_factor=backoff_factor, allowed_methods={"GET", "HEAD"},
                        max_rate_limit_wait=wait, secondary_rate_wait=min(60.0, wait))
@@ -61,7 +60,7 @@ def make_github(token: str | None = None, base_url: str | None = None, retry: An
     if not token:
         raise PublishError("no GitHub token: set GITHUB_TOKEN (or pass --token-env NAME)")
     retry = retry if retry is not None else read_retry()
-    throttle = throttle and os.environ.get("BTI_GITHUB_THROTTLE", "1") != "0"
+    throttle = throttle and current().github_throttle
     spacing: dict[str, Any] = {} if throttle else {"seconds_between_requests": 0.0, "seconds_between_writes": 0.0}
     return Github(auth=Auth.Token(token), base_url=(base_url or api_url()).rstrip("/"), retry=retry, timeout=int(timeout),
                   per_page=100, **spacing)
@@ -104,11 +103,7 @@ def _retry_after(exc: GithubException, attempt: int) -> float | None:
         return 5.0 * attempt if "TIMEOUT" in gql[1] or "timeout" in gql[0].lower() else None
     message = str(exc.data.get("message", "") if isinstance(exc.data, dict) else exc.data).lower()
     if exc.status >= 500:
-        try:
-            base = float(os.environ.get("BTI_GITHUB_BACKOFF", "1.0"))
-        except ValueError:
-            raise UserError(f"BTI_GITHUB_BACKOFF={os.environ['BTI_GITHUB_BACKOFF']!r}: expected seconds") from None
-        return float(base * 2 ** (attempt - 1))
+        return float(current().github_backoff_s * 2 ** (attempt - 1))
     if exc.status not in (403, 429):
         return None
     if headers.get("retry-after", "").isdigit():

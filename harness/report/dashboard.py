@@ -19,13 +19,6 @@ from harness.report.templating import render as render_page
 from harness.results import Record, status_of
 from harness.status import Status
 
-_CLASS = {Status.PASS: "pass", Status.PASS_UNDELEGATED: "undel", Status.XFAIL: "xfail", Status.SKIP: "skip",
-          Status.UNAVAILABLE: "skip", Status.XPASS: "fail"}
-
-
-def _cell_class(status: Status) -> str:
-    return _CLASS.get(status, "fail" if status.is_failure else "none")
-
 
 def _tooltip(rec: Record) -> str:
     bits = [rec["status"] + (f" (triage: {rec['triage']})" if rec.get("triage") else "")]
@@ -70,7 +63,7 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
             if rec.get("triage"):
                 tags.add(f"triage-{rec['triage']}")
             tags.add(status.value.lower())
-            cells.append({"cls": _cell_class(status), "tip": _tooltip(rec), "status": status.value})
+            cells.append({"cls": status.group.css, "tip": _tooltip(rec), "status": status.value})
         rows.append({"group": group, "cells": cells, "key": " ".join([group, *tags]).lower(), "tags": " ".join(sorted(tags))})
     cards = [{"name": r.name, "unavailable": r.unavailable, "passed": r.passed, "ran": r.ran, "pass_rate": r.pass_rate,
               "failed": r.failed, "counts_text": " · ".join(f"{n} {s.value}" for s, n in sorted(r.counts.items(), key=lambda kv: kv[0].value))}

@@ -19,7 +19,6 @@ from typing import Any
 
 from harness.report.runs import Column, Run
 from harness.results import Record, status_of
-from harness.status import Status
 
 FIX_WITHIN = timedelta(hours=72)  # the out-of-tree accelerator proposal: a broken test is fixed within 72 hours
 
@@ -80,14 +79,7 @@ def human(delta: timedelta) -> str:
 
 def _outcome(rec: Record | None) -> str:
     """``pass``, ``fail`` or ``other`` (skipped, unavailable, expected failures, absent)."""
-    if rec is None:
-        return "other"
-    s = status_of(rec)
-    if s.is_failure:
-        return "fail"
-    if s.is_pass and s is not Status.XFAIL:
-        return "pass"
-    return "other"
+    return "other" if rec is None else status_of(rec).group.outcome
 
 
 def latest(runs: list[tuple[Run, dict[str, Record]]]) -> dict[str, tuple[Run, Record]]:
@@ -104,7 +96,7 @@ def column_history(column: Column, runs: list[tuple[Run, dict[str, Record]]], no
     h = ColumnHistory(column)
     for run, recs in runs:
         st = [status_of(r) for r in recs.values()]
-        h.points.append(Point(run, sum(s.is_pass for s in st), sum(s not in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED) for s in st),
+        h.points.append(Point(run, sum(s.is_pass for s in st), sum(not s.did_not_run for s in st),
                               sum(s.is_failure for s in st)))
     for (prev, prev_recs), (run, recs) in itertools.pairwise(runs):
         broke = sorted(r for r, rec in recs.items() if _outcome(rec) == "fail" and _outcome(prev_recs.get(r)) == "pass")

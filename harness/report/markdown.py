@@ -86,7 +86,7 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
         out += ["## Undelegated ops (ranked by items they block)", "", "| op | items | recipes |", "|---|---:|---|"]
         out += [f"| {safe.code(op)} | {n} | {_esc(', '.join(rs))} |" for op, n, rs in blockers]
         out.append("")
-    worst = worst_sqnr([r for r in records if status_of(r) not in (Status.SKIP, Status.UNAVAILABLE)])
+    worst = worst_sqnr([r for r in records if not status_of(r).did_not_run])
     if worst:
         out += ["## Worst numerics (lowest SQNR)", "", "| item | status | SQNR dB | max_abs | cosine |", "|---|---|---:|---:|---:|"]
         for sq, rec in worst:

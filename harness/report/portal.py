@@ -34,22 +34,10 @@ from harness.report.runs import Column, Run, columns, compact, load_runs, prune,
 from harness.report.safe import http_url
 from harness.report.templating import render
 from harness.results import Record, as_float, atomic_write_text, clean, status_of
-from harness.status import Status
+from harness.status import Group, Status
 
-STATUS_GROUPS = ("pass", "undelegated", "xfail", "skipped", "failing")
+STATUS_GROUPS = tuple(g.value for g in Group)
 T = TypeVar("T")
-
-
-def group_of(status: Status) -> str:
-    if status.is_failure:
-        return "failing"
-    if status is Status.PASS_UNDELEGATED:
-        return "undelegated"
-    if status is Status.XFAIL:
-        return "xfail"
-    if status.is_pass:
-        return "pass"
-    return "skipped"
 
 
 CHUNK = 200  # items per item page file (each drawn from the JSON in its page, chosen by the URL fragment)
@@ -119,115 +107,138 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
     if not runs:
         raise UserError("no runs in the inputs")
     if keep_history is not None:
-        try:
-            keep_history.mkdir(parents=True, exist_ok=True)
-            before = set(keep_history.glob("*.jsonl.gz"))
-            kept = {compact(run, keep_history) for run in runs} - before  # the copies this build wrote
-            # the cutoff never runs ahead of the wall clock (a runner with a skewed clock cannot wipe the history),
-            # and the copies this build wrote stay (a run without a date is not dropped the moment it is kept)
-            latest_run = min(max(r.created for r in runs), datetime.now(UTC))
-            prune(keep_history, latest_run - timedelta(days=history_days), keep=kept)
-        except OSError as exc:
-            raise UserError(f"{keep_history}: cannot write the history copies: {exc.strerror}") from None
+        _keep_history(runs, keep_history, history_days)
     cols = columns(runs)
     now = max(r.created for r in runs)
     histories = {c: hist.column_history(c, rs, now) for c, rs in cols.items()}
-    info: dict[str, dict[str, Any]] = {}
-    for run in runs:
-        for name, i in (run.header.get("recipe_info") or {}).items():
-            if isinstance(i, dict):
-                info[name] = {**info.get(name, {}), **i}
-    colkeys = list(cols)
-
-    # the matrix: one row per (suite, case[axes]); one cell per column, from that column's newest run
-    rows: dict[str, dict[str, Any]] = {}
-    cells: dict[str, list[Any]] = defaultdict(lambda: [None] * len(colkeys))
-    col_meta: list[dict[str, Any]] = []
-    counts_by_col: dict[str, Counter[str]] = {}
-    sqnr: list[float] = []
-    buckets: Counter[str] = Counter()
-    ratios: dict[str, list[float]] = defaultdict(list)
-    delegated: dict[str, float] = {}
-    links: dict[tuple[Column, str], str] = {}
-    chunks: dict[str, tuple[Column, list[tuple[str, Run, Record]]]] = {}
-    # a cell is the row's newest record in the column: runs of other suites or subsets add up
-    newest = {col: hist.latest(cols[col]) for col in colkeys}
-    for ci, col in enumerate(colkeys):
-        for pos, row in enumerate(sorted(newest[col])):
-            name = f"c{ci}-{pos // CHUNK}.html"
-            chunks.setdefault(name, (col, []))[1].append((row, *newest[col][row]))
-            links[(col, row)] = f"items/{name}#{item_key(col, row)}"
-    nitems = 0
-    for ci, col in enumerate(colkeys):
-        run = cols[col][-1][0]  # the column's newest run
-        h = histories[col]
-        counts: Counter[str] = Counter()
-        nitems += len(newest[col])
-        for row, (_, rec) in newest[col].items():
-            st = status_of(rec)
-            counts[st.value] += 1
-            group = group_of(st)
-            meta = rows.setdefault(row, {"suite": str(rec.get("suite") or ""), "op": str(rec.get("op") or ""),
-                                         "model": "" if rec.get("op") else str(rec.get("case") or row.split("[")[0])})
-            flags = []
-            if row in h.ages and h.ages[row].overdue:
-                flags.append("overdue")
-            if row in h.flaky or st is Status.FLAKY:
-                flags.append("flaky")
-            cells[row][ci] = [st.value, group, links[(col, row)], " ".join(flags)]
-            worst = _worst_abs(rec)
-            if worst is not None:
-                buckets[plots.bucket_of(worst)] += 1
-            sqnr.extend(v for v in _stat(rec, "sqnr_db") if not math.isnan(v))
-            ratio = _dict(rec.get("baseline")).get("latency_ratio")
-            if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0 and math.isfinite(ratio):
-                ratios[col.key].append(float(ratio))
-            part = _dict(rec.get("partition"))
-            total = part.get("total_nodes")
-            if meta["model"] and isinstance(total, int) and total > 0 and isinstance(part.get("delegated_nodes"), int):
-                delegated[f"{row} · {col.recipe}"] = 100.0 * min(max(part["delegated_nodes"], 0), total) / total
-        counts_by_col[col.key] = counts
-        i = info.get(col.recipe, {})
-        col_meta.append({"key": col.key, "recipe": col.recipe, "machine": col.machine, "run": run.run_id,
-                         "created": run.created.strftime("%Y-%m-%d %H:%M UTC"), "under_test": run.under_test,
-                         "setup": http_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
-                         "description": str(i.get("description") or ""), "runs": len(cols[col]),
-                         "counts": dict(sorted(counts.items())), "groups": dict(Counter(group_of(Status(s)) for s in counts.elements())),
-                         "passed": sum(n for s, n in counts.items() if Status(s).is_pass),
-                         "failing": sum(n for s, n in counts.items() if Status(s).is_failure),
-                         "total": sum(counts.values()), "overdue": len(h.overdue)})
-
-    order = sorted(rows, key=lambda r: (rows[r]["suite"], r))
-    data = {"columns": [c["key"] for c in col_meta],
-            "rows": [[r, rows[r]["suite"], rows[r]["op"], rows[r]["model"], cells[r]] for r in order]}
-    plot_args = ({c["key"]: c["groups"] for c in col_meta}, dict(ratios), dict(buckets), sqnr, dict(sorted(delegated.items())),
-                 {c.key: [(p.run.created, p.rate) for p in h.points] for c, h in histories.items()})
-    pending = _start(_plots, plot_args)  # matplotlib draws in a forked child while the pages render
+    m = _Matrix(cols, histories, _recipe_info(runs))
+    for ci, col in enumerate(cols):
+        m.add_column(ci, col)
+    pending = _start(_plots, m.plot_args())  # matplotlib draws in a forked child while the pages render
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "items").mkdir(exist_ok=True)
     except OSError as exc:
         raise UserError(f"{out_dir}: cannot create the site directory: {exc.strerror}") from None
-    overdue = [{"column": c.key, "row": a.row, "text": a.describe(), "page": links[(c, a.row)]}
-               for c, h in histories.items() for a in h.overdue]
     common: dict[str, Any] = {"title": title, "generated": now.strftime("%Y-%m-%d %H:%M UTC"), "nruns": len(runs)}
-    ops = sorted({m["op"] for m in rows.values() if m["op"]})
-    models = sorted({m["model"] for m in rows.values() if m["model"]})
     try:
-        atomic_write_text(out_dir / "history.json", json.dumps([hist.summary(h) for h in histories.values()], indent=1))
-        atomic_write_text(out_dir / "matrix.json", json.dumps(data, separators=(",", ":")))
-        for name, (col, items) in chunks.items():
-            atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col,
-                                                               data=clean(_chunk(col, items, cols[col], histories[col]))))
-        svg = pending()
-        atomic_write_text(out_dir / "index.html", render(
-            "portal/index.html.j2", js="portal.js", **common, columns=clean(col_meta), data=clean(data), svg=svg, overdue=overdue, ops=ops,
-            models=models, fix_hours=int(hist.FIX_WITHIN.total_seconds() // 3600), nitems=nitems))
-        atomic_write_text(out_dir / "history.html", render(
-            "portal/history.html.j2", **common, histories=[_history_view(c, h, links) for c, h in histories.items()], svg=svg))
+        _write_site(out_dir, m, common, pending)
     except OSError as exc:
         raise UserError(f"{out_dir}: cannot write the site: {exc.strerror} (the inputs are untouched)") from None
-    return Site(out_dir / "index.html", nitems, len(runs), len(colkeys), time.perf_counter() - t0)
+    return Site(out_dir / "index.html", m.nitems, len(runs), len(cols), time.perf_counter() - t0)
+
+
+def _keep_history(runs: list[Run], keep_history: Path, history_days: float) -> None:
+    """A compact copy of every input run in ``keep_history``; copies older than ``history_days`` dropped."""
+    try:
+        keep_history.mkdir(parents=True, exist_ok=True)
+        before = set(keep_history.glob("*.jsonl.gz"))
+        kept = {compact(run, keep_history) for run in runs} - before  # the copies this build wrote
+        # the cutoff never runs ahead of the wall clock (a runner with a skewed clock cannot wipe the history),
+        # and the copies this build wrote stay (a run without a date is not dropped the moment it is kept)
+        latest_run = min(max(r.created for r in runs), datetime.now(UTC))
+        prune(keep_history, latest_run - timedelta(days=history_days), keep=kept)
+    except OSError as exc:
+        raise UserError(f"{keep_history}: cannot write the history copies: {exc.strerror}") from None
+
+
+def _recipe_info(runs: list[Run]) -> dict[str, dict[str, Any]]:
+    info: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for name, i in (run.header.get("recipe_info") or {}).items():
+            if isinstance(i, dict):
+                info[name] = {**info.get(name, {}), **i}
+    return info
+
+
+class _Matrix:
+    """The matrix: one row per (suite, case[axes]); one cell per column, the row's newest record in that column
+    (runs of other suites or subsets add up); with the figures the plots draw."""
+
+    def __init__(self, cols: dict[Column, list[tuple[Run, dict[str, Record]]]],
+                 histories: dict[Column, hist.ColumnHistory], info: dict[str, dict[str, Any]]) -> None:
+        self.cols, self.histories, self.info = cols, histories, info
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.cells: dict[str, list[Any]] = defaultdict(lambda: [None] * len(cols))
+        self.col_meta: list[dict[str, Any]] = []
+        self.sqnr: list[float] = []
+        self.buckets: Counter[str] = Counter()
+        self.ratios: dict[str, list[float]] = defaultdict(list)
+        self.delegated: dict[str, float] = {}
+        self.links: dict[tuple[Column, str], str] = {}
+        self.chunks: dict[str, tuple[Column, list[tuple[str, Run, Record]]]] = {}
+        self.newest = {col: hist.latest(rs) for col, rs in cols.items()}
+        self.nitems = sum(len(n) for n in self.newest.values())
+        for ci, col in enumerate(cols):
+            for pos, row in enumerate(sorted(self.newest[col])):
+                name = f"c{ci}-{pos // CHUNK}.html"
+                self.chunks.setdefault(name, (col, []))[1].append((row, *self.newest[col][row]))
+                self.links[(col, row)] = f"items/{name}#{item_key(col, row)}"
+
+    def add_column(self, ci: int, col: Column) -> None:
+        h = self.histories[col]
+        counts: Counter[str] = Counter()
+        for row, (_, rec) in self.newest[col].items():
+            st = status_of(rec)
+            counts[st.value] += 1
+            meta = self.rows.setdefault(row, {"suite": str(rec.get("suite") or ""), "op": str(rec.get("op") or ""),
+                                              "model": "" if rec.get("op") else str(rec.get("case") or row.split("[")[0])})
+            flags = (["overdue"] if row in h.ages and h.ages[row].overdue else []) + (["flaky"] if row in h.flaky or st is Status.FLAKY else [])
+            self.cells[row][ci] = [st.value, st.group.value, self.links[(col, row)], " ".join(flags)]
+            self._figures(col, row, rec, bool(meta["model"]))
+        run = self.cols[col][-1][0]  # the column's newest run
+        i = self.info.get(col.recipe, {})
+        self.col_meta.append({
+            "key": col.key, "recipe": col.recipe, "machine": col.machine, "run": run.run_id,
+            "created": run.created.strftime("%Y-%m-%d %H:%M UTC"), "under_test": run.under_test,
+            "setup": http_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
+            "description": str(i.get("description") or ""), "runs": len(self.cols[col]),
+            "counts": dict(sorted(counts.items())), "groups": dict(Counter(Status(s).group.value for s in counts.elements())),
+            "passed": sum(n for s, n in counts.items() if Status(s).is_pass),
+            "failing": sum(n for s, n in counts.items() if Status(s).is_failure),
+            "total": sum(counts.values()), "overdue": len(h.overdue)})
+
+    def _figures(self, col: Column, row: str, rec: Record, model: bool) -> None:
+        worst = _worst_abs(rec)
+        if worst is not None:
+            self.buckets[plots.bucket_of(worst)] += 1
+        self.sqnr.extend(v for v in _stat(rec, "sqnr_db") if not math.isnan(v))
+        ratio = _dict(rec.get("baseline")).get("latency_ratio")
+        if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0 and math.isfinite(ratio):
+            self.ratios[col.key].append(float(ratio))
+        part = _dict(rec.get("partition"))
+        total = part.get("total_nodes")
+        if model and isinstance(total, int) and total > 0 and isinstance(part.get("delegated_nodes"), int):
+            self.delegated[f"{row} · {col.recipe}"] = 100.0 * min(max(part["delegated_nodes"], 0), total) / total
+
+    def data(self) -> dict[str, Any]:
+        order = sorted(self.rows, key=lambda r: (self.rows[r]["suite"], r))
+        return {"columns": [c["key"] for c in self.col_meta],
+                "rows": [[r, self.rows[r]["suite"], self.rows[r]["op"], self.rows[r]["model"], self.cells[r]] for r in order]}
+
+    def plot_args(self) -> tuple[Any, ...]:
+        return ({c["key"]: c["groups"] for c in self.col_meta}, dict(self.ratios), dict(self.buckets), self.sqnr,
+                dict(sorted(self.delegated.items())),
+                {c.key: [(p.run.created, p.rate) for p in h.points] for c, h in self.histories.items()})
+
+
+def _write_site(out_dir: Path, m: _Matrix, common: dict[str, Any], pending: Callable[[], dict[str, str | None]]) -> None:
+    data = m.data()
+    overdue = [{"column": c.key, "row": a.row, "text": a.describe(), "page": m.links[(c, a.row)]}
+               for c, h in m.histories.items() for a in h.overdue]
+    ops = sorted({r["op"] for r in m.rows.values() if r["op"]})
+    models = sorted({r["model"] for r in m.rows.values() if r["model"]})
+    atomic_write_text(out_dir / "history.json", json.dumps([hist.summary(h) for h in m.histories.values()], indent=1))
+    atomic_write_text(out_dir / "matrix.json", json.dumps(data, separators=(",", ":")))
+    for name, (col, items) in m.chunks.items():
+        atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col,
+                                                           data=clean(_chunk(col, items, m.cols[col], m.histories[col]))))
+    svg = pending()
+    atomic_write_text(out_dir / "index.html", render(
+        "portal/index.html.j2", js="portal.js", **common, columns=clean(m.col_meta), data=clean(data), svg=svg, overdue=overdue,
+        ops=ops, models=models, fix_hours=int(hist.FIX_WITHIN.total_seconds() // 3600), nitems=m.nitems))
+    atomic_write_text(out_dir / "history.html", render(
+        "portal/history.html.j2", **common, histories=[_history_view(c, h, m.links) for c, h in m.histories.items()], svg=svg))
 
 
 def _plots(args: tuple[Any, ...]) -> dict[str, str | None]:
@@ -271,7 +282,7 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
         slim["delegate_blobs"] = _list(rec.get("delegate_blobs"))
         age = h.ages.get(row)
         out[item_key(col, row)] = {
-            "row": row, "status": st.value, "group": group_of(st), "rec": slim, "command": reproduce(run, rec), "install": install_line(run),
+            "row": row, "status": st.value, "group": st.group.value, "rec": slim, "command": reproduce(run, rec), "install": install_line(run),
             "run": run.run_id, "under_test": run.under_test, "when": run.created.strftime("%Y-%m-%d %H:%M"),
             "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
             "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results import Header, Record, status_of
-from harness.status import Status
 
 MAX_FAILED = 1000
 MAX_MESSAGE = 1024
@@ -31,7 +30,7 @@ def payload(header: Header, records: list[Record], *, job_name: str, artifact_ur
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
     failed = [r for r in records if status_of(r).is_failure]
-    skipped = sum(1 for r in records if status_of(r) in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED))
+    skipped = sum(1 for r in records if status_of(r).did_not_run)
     up = dict(header.get("upstream") or {})
     out: dict[str, Any] = {
         "status": status,

@@ -31,8 +31,8 @@ class RecipeSummary:
 
     @property
     def ran(self) -> int:
-        """Items that were attempted (excludes SKIP and UNAVAILABLE)."""
-        return sum(n for s, n in self.counts.items() if s not in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED))
+        """Items that were attempted (``Status.did_not_run`` excluded)."""
+        return sum(n for s, n in self.counts.items() if not s.did_not_run)
 
     @property
     def pass_rate(self) -> float:

@@ -26,16 +26,6 @@ MARKERS = {"models": ("<!-- bti:models:begin -->", "<!-- bti:models:end -->"),
            "ops": ("<!-- bti:ops:begin -->", "<!-- bti:ops:end -->")}
 
 
-def _symbol(status: Status) -> str:
-    if status is Status.XFAIL:
-        return "xfail"
-    if status.is_failure:
-        return "❌"
-    if status.is_pass:
-        return "✅" if status is Status.PASS else "🟡"
-    return "—"
-
-
 def _table(records: list[Record], head: str, key: Callable[[Record], str | None], cell: Callable[[list[Status]], str],
            empty: str, legend: str) -> str:
     """One row per ``key`` (records whose key is None are left out), one column per recipe; ``cell`` renders the
@@ -57,15 +47,15 @@ def _table(records: list[Record], head: str, key: Callable[[Record], str | None]
 
 def _model_cell(sts: list[Status]) -> str:
     worst = next((s for s in sts if s.is_failure), None) or next((s for s in sts if s is Status.XFAIL), None) or sts[0]
-    return _symbol(worst) + (f" {sum(s.is_pass for s in sts)}/{len(sts)}" if len(sts) > 1 else "")
+    return worst.group.symbol + (f" {sum(s.is_pass for s in sts)}/{len(sts)}" if len(sts) > 1 else "")
 
 
 def _op_cell(sts: list[Status]) -> str:
-    ran = [s for s in sts if s not in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED)]
+    ran = [s for s in sts if not s.did_not_run]
     if not ran:
         return "—"
     full = sum(s is Status.PASS for s in ran)
-    passed = sum(s.is_pass and s is not Status.XFAIL for s in ran)
+    passed = sum(s.is_pass for s in ran)
     return f"{'✅' if full == len(ran) else '🟡' if passed else '❌'} {passed}/{len(ran)}"
 
 

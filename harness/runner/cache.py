@@ -13,7 +13,6 @@ deterministic outcomes are stored (not TIMEOUT, CRASH or ERROR). One small JSON 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,10 @@ _UNCACHED = {Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY}
 
 
 def default_dir() -> Path:
-    return Path(os.environ.get("BTI_CACHE_DIR") or ".bti-cache")
+    """The cache directory of the settings (``--cache-dir`` > ``$BTI_CACHE_DIR`` > ``.bti-cache``), absolute."""
+    from harness.settings import current
+
+    return current().cache_dir
 
 
 class ResultCache:

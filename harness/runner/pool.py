@@ -59,8 +59,6 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
-    # a runtime provider's subprocess (harness.providers) gives up before the pool would kill this worker
-    os.environ["BTI_ITEM_TIMEOUT"] = str(max(1.0, cfg.timeout * 0.9))
     import torch
 
     from harness.speedups import group_gc

@@ -27,6 +27,7 @@ from harness.recipes import Recipe, load_recipe, with_provider
 from harness.results import SCHEMA, Header, Record, ResultsWriter, latest_by_id, read_results, repair_tail
 from harness.runner.cache import ResultCache
 from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
+from harness.settings import Settings
 from harness.status import Status
 from harness.verdict import GroupContext
 
@@ -36,16 +37,13 @@ class RunOptions:
     suites: list[str]
     recipes: list[str]
     out: Path
+    settings: Settings  # cache directory and reuse, speedups, the item timeout (harness.settings)
     filters: Filters = field(default_factory=Filters)
     jobs: int = 2
-    timeout: float = 300.0
     resume: bool = False
-    cache_dir: Path | None = None  # None: no reuse
     shard: str | None = None
     durations: Path | None = None
     upstream: dict[str, Any] = field(default_factory=dict)
-    speedups: bool = True
-    force_speedups: bool = False  # run speedups on a stack they were not verified on (harness.speedups.plan)
     threads: int = 1
     max_items: int = 400
     max_growth_mb: float = 1024.0
@@ -58,12 +56,10 @@ class RunOptions:
     runtime_threads: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
-    records: list[Record]
-    worker_stats: list[dict[str, Any]]
-    executed: int
-    reused: int
+    executed: int  # items that ran in a worker
+    reused: int  # items whose cached result was reused
 
 
 def plan(suites: list[str], recipe_names: list[str], filters: Filters, check: bool = True) -> tuple[list[Recipe], list[Item]]:
@@ -89,110 +85,44 @@ def execute(opts: RunOptions, progress: Progress | None = None) -> RunResult:
     stack = check_stack()  # a broken or mismatched install: one line, exit 2, before any file is touched
     for warning in stack.warnings:
         print(f"bti: warning: {warning}", file=sys.stderr)
-    speedups = plan(opts.speedups, opts.force_speedups)
+    speedups = plan(opts.settings.speedups, opts.settings.force_speedups)
     configure(speedups)
     if speedups.notice():
         print(f"bti: {speedups.notice()}", file=sys.stderr)
-    with parent_gc(opts.speedups):
+    with parent_gc(opts.settings.speedups):
         return _execute(opts, progress)
 
 
+@dataclass
+class _Plan:
+    """What a run will do: its recipes, its groups of items (sharded), and who is control and baseline."""
+
+    recipes: dict[str, Recipe]
+    groups: list[list[Item]]
+    control: str | None
+    baseline: str | None
+
+
 def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
-    from harness.env import versions
-    from harness.suites import prefetch, warm_discovery
-
-    if warm_discovery(opts.suites):
-        asked = [load_recipe(n) for n in opts.recipes]
-        warm_imports(asked, opts.speedups)
-        if opts.speedups:
-            # discovery forks a child of its own: the parent warms up on the other core meanwhile
-            # (for the recipes asked for; any other recipe an item needs is warmed before the pool starts)
-            from harness.stages import warm_up
-
-            prefetch(opts.suites)
-            warm_up(asked)
-    names = list(opts.recipes)
-    if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
-        names.insert(0, opts.baseline)
-    recipes, items = plan(opts.suites, names, opts.filters, check=False)  # ops checked below, if run
-    if opts.runtime is not None or opts.runtime_threads:
-        recipes = [_with_runtime(r, opts) for r in recipes]
-    if not items:
-        raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
-    by_name = {r.name: r for r in recipes}
-    control = opts.control if opts.control in by_name else None
-    baseline = load_recipe(opts.baseline).name if opts.baseline else None
-    groups = groups_of(items)
-    shard_spec = parse_shard(opts.shard)
-    if shard_spec:
-        groups = shard(groups, *shard_spec, durations=_durations(opts.durations))
-    from harness.speedups import current_plan
-    from harness.versions import header_versions
-
-    vers = {**versions(), "torchao": header_versions().get("torchao", "not installed")}
-    run_id = uuid.uuid4().hex[:12]
-    unavailable = {r.name: unavailable_reason(r) for r in recipes}
-    header: Header = {
-        "kind": "header", "schema": SCHEMA, "run_id": run_id,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "versions": vers, "recipes": {r.name: r.hash for r in recipes},
-        "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "setup": r.setup,
-                               "unavailable": unavailable[r.name]}
-                        for r in recipes},
-        "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
-        "control": control, "rerun_failures": opts.rerun_failures, "baseline": baseline,
-        "packages": header_versions(), "speedups": current_plan().header(),
-    }
-    from harness.cases.suite import check_ops
-
-    done: set[str] = set()
-    settled_before: list[Record] = []  # --resume: what the earlier run recorded (the control's, the baseline's status)
-    writer: ResultsWriter | None = None
-    cache = ResultCache(opts.cache_dir, vers, current_plan().active) if opts.cache_dir and not baseline else None
-    try:
-        if opts.resume and opts.out.exists() and opts.out.stat().st_size:
-            writer = ResultsWriter(opts.out, None)  # lock first, then repair and read
-            repair_tail(opts.out)
-            _, previous = read_results(opts.out)
-            done = {r["id"] for r in previous}
-            settled_before = previous
-        settled: list[Record] = []
-        todo: list[list[Item]] = []
-        for group in groups:
-            pending = []
-            for item in group:
-                if item.id in done:
-                    continue
-                rec = _settle(item, by_name[item.recipe], unavailable, None if opts.bundle_dir else cache, run_id, control,
-                              reuse_failures=not opts.rerun_failures)
-                if rec is None:
-                    pending.append(item)
-                else:
-                    settled.append(rec)
-            if pending:
-                todo.append(pending)
-        # Only items that will run need their ops resolved (imports torch); an unknown op stops
-        # the run here, before an existing results file is truncated.
-        check_ops(list({it.case.id: it.case for group in todo for it in group}.values()))
-    except BaseException:
-        if writer is not None:
-            writer.close()
-        raise
-    if writer is None:
-        writer = ResultsWriter(opts.out, header, truncate=True)
+    _warm_while_discovering(opts)
+    p = _plan_run(opts)
+    header = _header(opts, p)
+    cache = None
+    if opts.settings.reuse and not p.baseline:
+        cache = ResultCache(opts.settings.cache_dir, header["versions"], tuple(header["speedups"]["active"]))
+    writer, previous, settled, todo = _settle_all(opts, p, header, cache)
     records: list[Record] = []
 
     def record(rec: Record) -> None:
         writer.write(rec)
         records.append(rec)
         if cache is not None and not rec.get("cached") and not (opts.rerun_failures and Status(rec["status"]).is_failure):
-            cache.put(by_name[rec["recipe"]], rec)  # with reruns, a failure is cached once its attempts are settled
+            cache.put(p.recipes[rec["recipe"]], rec)  # with reruns, a failure is cached once its attempts are settled
         if progress:
             progress.advance(rec)
 
     if progress:
         progress.start(len(settled) + sum(len(g) for g in todo))
-    stats: list[dict[str, Any]] = []
     with writer:
         for rec in settled:
             writer.write(rec)
@@ -200,14 +130,108 @@ def _execute(opts: RunOptions, progress: Progress | None) -> RunResult:
             if progress:
                 progress.advance(rec)
         if todo:
-            stats = _run_pool(opts, by_name, run_id, todo, record, control,
-                              _contexts(list(latest_by_id([*settled_before, *settled]).values()), control, baseline),
-                              baseline=baseline)
+            contexts = _contexts(list(latest_by_id([*previous, *settled]).values()), p.control, p.baseline)
+            _run_pool(opts, p.recipes, header["run_id"], todo, record, p.control, contexts, baseline=p.baseline)
             if opts.rerun_failures:
-                stats += _rerun(opts, by_name, run_id, records, todo, writer, cache, control, baseline)
-    reused = sum(bool(r.get("cached")) for r in settled)
-    records = list(latest_by_id(records).values())
-    return RunResult(records, stats, sum(len(g) for g in todo), reused)
+                _rerun(opts, p.recipes, header["run_id"], records, todo, writer, cache, p.control, p.baseline)
+    return RunResult(executed=sum(len(g) for g in todo), reused=sum(bool(r.get("cached")) for r in settled))
+
+
+def _warm_while_discovering(opts: RunOptions) -> None:
+    """Upstream discovery forks a child of its own: the parent imports and warms up on the other core meanwhile
+    (for the recipes asked for; any other recipe an item needs is warmed before the pool starts)."""
+    from harness.suites import prefetch, warm_discovery
+
+    if not warm_discovery(opts.suites):
+        return
+    asked = [load_recipe(n) for n in opts.recipes]
+    warm_imports(asked, opts.settings.speedups)
+    if opts.settings.speedups:
+        from harness.stages import warm_up
+
+        prefetch(opts.suites)
+        warm_up(asked)
+
+
+def _plan_run(opts: RunOptions) -> _Plan:
+    """Recipes (the baseline added), items, and this shard's groups of them. No items: one line, exit 2."""
+    names = list(opts.recipes)
+    if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
+        names.insert(0, opts.baseline)
+    recipes, items = plan(opts.suites, names, opts.filters, check=False)  # ops checked in _settle_all, if run
+    if opts.runtime is not None or opts.runtime_threads:
+        recipes = [_with_runtime(r, opts) for r in recipes]
+    if not items:
+        raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
+    by_name = {r.name: r for r in recipes}
+    groups = groups_of(items)
+    shard_spec = parse_shard(opts.shard)
+    if shard_spec:
+        groups = shard(groups, *shard_spec, durations=_durations(opts.durations))
+    return _Plan(by_name, groups, opts.control if opts.control in by_name else None,
+                 load_recipe(opts.baseline).name if opts.baseline else None)
+
+
+def _header(opts: RunOptions, p: _Plan) -> Header:
+    """The results file's first line: what ran, on what software, with which speedups."""
+    from harness.env import versions
+    from harness.speedups import current_plan
+    from harness.versions import header_versions
+
+    vers = {**versions(), "torchao": header_versions().get("torchao", "not installed")}
+    recipes = list(p.recipes.values())
+    return {
+        "kind": "header", "schema": SCHEMA, "run_id": uuid.uuid4().hex[:12],
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "versions": vers, "recipes": {r.name: r.hash for r in recipes},
+        "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "setup": r.setup,
+                               "unavailable": unavailable_reason(r)}
+                        for r in recipes},
+        "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
+        "control": p.control, "rerun_failures": opts.rerun_failures, "baseline": p.baseline,
+        "packages": header_versions(), "speedups": current_plan().header(),
+    }
+
+
+def _settle_all(opts: RunOptions, p: _Plan, header: Header,
+                cache: ResultCache | None) -> tuple[ResultsWriter, list[Record], list[Record], list[list[Item]]]:
+    """Open the results file (``--resume``: keep what it has) and settle every item that needs no worker
+    (UNAVAILABLE, SKIP, a cached result). Returns the writer, the earlier run's records, the settled records and
+    the groups left to run. A problem found here (an unknown op) stops the run before the file is truncated."""
+    from harness.cases.suite import check_ops
+
+    unavailable = {name: info["unavailable"] for name, info in header["recipe_info"].items()}
+    done: set[str] = set()
+    previous: list[Record] = []  # --resume: what the earlier run recorded (the control's, the baseline's status)
+    writer: ResultsWriter | None = None
+    try:
+        if opts.resume and opts.out.exists() and opts.out.stat().st_size:
+            writer = ResultsWriter(opts.out, None)  # lock first, then repair and read
+            repair_tail(opts.out)
+            _, previous = read_results(opts.out)
+            done = {r["id"] for r in previous}
+        settled: list[Record] = []
+        todo: list[list[Item]] = []
+        for group in p.groups:
+            pending = []
+            for item in group:
+                if item.id in done:
+                    continue
+                rec = _settle(item, p.recipes[item.recipe], unavailable, None if opts.bundle_dir else cache, header["run_id"],
+                              p.control, reuse_failures=not opts.rerun_failures)
+                if rec is None:
+                    pending.append(item)
+                else:
+                    settled.append(rec)
+            if pending:
+                todo.append(pending)
+        # Only items that will run need their ops resolved (imports torch)
+        check_ops(list({it.case.id: it.case for group in todo for it in group}.values()))
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        raise
+    return writer or ResultsWriter(opts.out, header, truncate=True), previous, settled, todo
 
 
 def _contexts(records: list[Record], control: str | None, baseline: str | None) -> dict[str, GroupContext]:
@@ -266,7 +290,7 @@ def _with_runtime(recipe: Recipe, opts: RunOptions) -> Recipe:
     """``--runtime``/``--runtime-threads`` apply to the recipes whose programs run on a runtime (ExecuTorch)."""
     from harness.backends import get_backend
 
-    if recipe.options_error is not None or not getattr(get_backend(recipe.backend), "runs_programs", False):
+    if recipe.options_error is not None or not get_backend(recipe.backend).runs_programs:
         return recipe
     own = str((recipe.raw.get("runtime") or {}).get("provider") or "pybind")
     text, spec = opts.runtime if opts.runtime is not None else (own, recipe.runtime.provider or ProviderSpec())
@@ -277,9 +301,6 @@ def _with_runtime(recipe: Recipe, opts: RunOptions) -> Recipe:
         st = os.stat(exe)
         text = f"{text} ({exe} {st.st_size} {st.st_mtime_ns})"
     return with_provider(recipe, text, spec, opts.runtime_threads)
-
-
-OPERATOR_KINDS = ("op", "pair", "upstream")  # single-operator cases: XNNPACK's SDPA/bilinear patterns rarely apply
 
 
 def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
@@ -304,21 +325,23 @@ def warm_imports(recipes: list[Recipe], speedups: bool) -> None:
 
 def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: list[list[Item]],
               record: Callable[[Record], None], control: str | None, contexts: dict[str, GroupContext],
-              attempt: int = 1, baseline: str | None = None) -> list[dict[str, Any]]:
+              attempt: int = 1, baseline: str | None = None) -> None:
     from harness.runner.pool import Pool, PoolConfig
 
-    warm_imports(list(recipes.values()), opts.speedups)
-    if opts.speedups:
+    warm_imports(list(recipes.values()), opts.settings.speedups)
+    if opts.settings.speedups:
         from harness.speedups import enable_gc_policy
         from harness.stages import warm_up
 
         warm_up([recipes[name] for name in dict.fromkeys(it.recipe for group in todo for it in group)])
-        if any(it.case.kind not in OPERATOR_KINDS for group in todo for it in group):
+        from harness.suites import is_model_kind
+
+        if any(is_model_kind(it.case.kind) for group in todo for it in group):  # operators rarely match the patterns
             from harness.speedups import prebuild_xnnpack_patterns
 
             prebuild_xnnpack_patterns()  # models: built once here, not in each worker (speedup 9)
         enable_gc_policy()
-    cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.timeout, run_id=run_id, threads=opts.threads,
+    cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.settings.item_timeout_s, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
                      # absolute: a delegate that changes the worker's directory must not move the next item's files
                      log_dir=str((opts.out.parent / "logs").absolute()),
@@ -330,12 +353,11 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
     except KeyboardInterrupt:
         print("bti: interrupted; results so far are in the JSONL (`--resume` continues)", file=sys.stderr)
         raise
-    return pool.stats
 
 
 def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: list[Record], todo: list[list[Item]],
            writer: ResultsWriter, cache: ResultCache | None, control: str | None,
-           baseline: str | None) -> list[dict[str, Any]]:
+           baseline: str | None) -> None:
     """``--rerun-failures N``: each failing item runs again, up to N times, each time in a fresh pool
     (fresh workers). Every attempt is written; the last line of an item is its final record, with
     all attempts listed, FLAKY when they disagree (``harness.verdict.settle_attempts``)."""
@@ -346,7 +368,6 @@ def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: l
     for rec in records:
         if rec["id"] in items:
             history.setdefault(rec["id"], []).append(rec)
-    stats: list[dict[str, Any]] = []
     for attempt in range(2, opts.rerun_failures + 2):
         failing = [i for i, recs in history.items() if Status(recs[-1]["status"]).is_failure
                    and Status(recs[-1]["status"]) not in (Status.ERROR, Status.FLAKY)]
@@ -354,7 +375,7 @@ def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: l
             break
         groups = groups_of([items[i] for i in failing])
         fresh: list[Record] = []
-        stats += _run_pool(opts, recipes, run_id, groups, fresh.append, control,
+        _run_pool(opts, recipes, run_id, groups, fresh.append, control,
                            _contexts(list(latest_by_id(records).values()), control, baseline), attempt, baseline)
         for rec in fresh:
             history[rec["id"]].append(rec)
@@ -367,4 +388,3 @@ def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: l
         for recs in history.values():
             if recs[-1]["status"] != Status.FLAKY.value:
                 cache.put(recipes[recs[-1]["recipe"]], recs[-1])
-    return stats

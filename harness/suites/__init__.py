@@ -12,7 +12,8 @@ bti, through the ``bti.case_sources`` entry-point group of its own package::
     [project.entry-points."bti.case_sources"]
     vendor-models = "vendor_pkg.bti:VendorModels"     # a CaseSource class (instantiated) or object
 
-The source's ``kinds`` name the ``Case.kind`` values it builds; a kind belongs to exactly one source.
+The source's ``kinds`` name the ``Case.kind`` values it builds; a kind belongs to exactly one source, and the
+runner asks the source (``is_model_kind``), never a list of kinds, whether a case is a whole model.
 Anything not registered is a path to a suite YAML file.
 """
 
@@ -48,7 +49,11 @@ class CaseSource(Protocol):
 
     @property
     def warm_discovery(self) -> bool: ...  # discovery imports torch and executorch: `bti run` warms the parent first
-    # optional: ``prefetch() -> None`` starts discovery in the background (``bti run`` calls it before its warm-up)
+
+    @property
+    def whole_models(self) -> bool: ...  # its cases are whole models: model-level accuracy (dynamo's rule, top-1, determinism)
+
+    def prefetch(self) -> None: ...  # start discovery in the background if it can (`bti run` calls it before its warm-up)
 
     def discover(self) -> list[Case]: ...
 
@@ -74,6 +79,7 @@ class BuiltinSource:
     per_item: float = 1.0  # estimated seconds per item
     requires: tuple[str, ...] = ()
     warm_discovery: bool = False
+    whole_models: bool = False
     discover_args: tuple[Any, ...] = field(default=())
     prefetch_ref: str = ""  # "module:function()" that starts discovery in the background, if it can
 
@@ -100,14 +106,14 @@ BUILTIN: tuple[BuiltinSource, ...] = (
     BuiltinSource("ops", "the starter operator suite (YAML)", "harness.suites:_yaml", _OPS, discover_args=(str(HERE / "ops.yaml"), "ops")),
     BuiltinSource("smoke", "a few operators, for a quick check (YAML)", "harness.suites:_yaml", {}, discover_args=(str(HERE / "smoke.yaml"), "smoke")),
     BuiltinSource("models", "small models built in code (MLP, CNN, RNNs, a transformer encoder, a tiny LM)",
-                  "harness.suites.models:model_cases", {"model": "harness.builders.build_model:build_model"}, per_item=10.0),
+                  "harness.suites.models:model_cases", {"model": "harness.builders.build_model:build_model"}, per_item=10.0, whole_models=True),
     BuiltinSource("hf-models", "tiny Hugging Face architectures from configs, seeded random weights", "harness.suites.hf_models:hf_cases",
-                  {"hf": "harness.suites.hf_models:build_hf"}, per_item=10.0, requires=("transformers",)),
+                  {"hf": "harness.suites.hf_models:build_hf"}, per_item=10.0, requires=("transformers",), whole_models=True),
     BuiltinSource("hf-models-full", "real-size Hugging Face models as PyTorch's dynamo benchmarks list them, from configs, "
                   "seeded random weights (nothing downloaded)", "harness.suites.hf_full:hf_full_cases",
-                  {"hf-full": "harness.suites.hf_full:build_hf_full"}, per_item=120.0, requires=("transformers",)),
+                  {"hf-full": "harness.suites.hf_full:build_hf_full"}, per_item=120.0, requires=("transformers",), whole_models=True),
     BuiltinSource("tv-models", "torchvision and timm models (optional packages)", "harness.suites.tv_models:tv_cases",
-                  {"tv": "harness.suites.tv_models:build_tv"}, per_item=10.0),
+                  {"tv": "harness.suites.tv_models:build_tv"}, per_item=10.0, whole_models=True),
     BuiltinSource("executorch-upstream-ops", "the ExecuTorch backend test suite's operator programs",
                   "harness.suites.upstream:upstream_cases", {"upstream": "harness.suites.upstream:build_upstream"},
                   warm_discovery=True, prefetch_ref="harness.suites.upstream:start_discovery"),
@@ -155,7 +161,7 @@ def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = Non
     what = where or repr(src)
     if not isinstance(src, CaseSource):
         raise UserError(f"case source {what}: not a CaseSource (needs name, description, kinds, requires, "
-                        "warm_discovery, discover(), build(), cost())")
+                        "warm_discovery, whole_models, prefetch(), discover(), build(), cost())")
     if src.name in reg:
         raise UserError(f"case source {what}: the suite name {src.name!r} is taken")
     taken = {k: s.name for s in reg.values() for k in s.kinds}
@@ -174,6 +180,14 @@ def source_for_kind(kind: str) -> CaseSource:
         if kind in src.kinds:
             return src
     raise UserError(f"no case source builds cases of kind {kind!r}")
+
+
+def is_model_kind(kind: str) -> bool:
+    """Whether cases of ``kind`` are whole models (its source says so); an unknown kind is not."""
+    try:
+        return source_for_kind(kind).whole_models
+    except UserError:
+        return False
 
 
 def build_case(case: Case, axes: Axes, seed: int) -> Any:
@@ -204,9 +218,8 @@ def prefetch(names: list[str] | tuple[str, ...]) -> None:
     """Let the named sources that can (a ``prefetch()`` method) start discovering in the background."""
     reg = sources()
     for name in names:
-        start = getattr(reg.get(name), "prefetch", None)
-        if callable(start):
-            start()
+        if name in reg:
+            reg[name].prefetch()
 
 
 def load_suites(names: list[str] | tuple[str, ...], check: bool = True) -> list[Case]:

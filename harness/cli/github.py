@@ -1,72 +1,21 @@
-"""``bti compare``, ``bti publish …``, ``bti dispatch`` and ``bti event …`` (torch-free)."""
+"""GitHub: ``bti publish …``, ``bti dispatch``, ``bti event …``, ``bti fetch-base``/``fetch-history`` and ``bti relay …``
+(torch-free)."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
+from harness.cli.group import cli
+from harness.cli.options import compare_opts, read_results_file, thresholds, with_options
 from harness.errors import UserError
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-
-def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
-    from harness.results import read_latest
-
-    header, records = read_latest(path)
-    return dict(header), list(records)
-
-
-def _thresholds(sqnr_drop: float, latency_ratio: float) -> Any:
-    from harness.report.compare import Thresholds
-
-    return Thresholds(sqnr_drop_db=sqnr_drop, latency_ratio=latency_ratio)
-
-
-_compare_opts = [
-    click.option("--sqnr-drop", type=float, default=3.0, show_default=True, help="dB of min-SQNR drop that counts as drift."),
-    click.option("--latency-ratio", type=float, default=1.5, show_default=True, help="Median latency ratio that counts as a regression."),
-]
-
-
-def _with(opts: list[Any]) -> Callable[[F], F]:
-    def deco(fn: F) -> F:
-        for opt in reversed(opts):
-            fn = opt(fn)
-        return fn
-    return deco
-
-
-@click.command("compare")
-@click.argument("base", type=click.Path(path_type=Path))
-@click.argument("head", type=click.Path(path_type=Path))
-@_with(_compare_opts)
-@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the comparison as JSON.")
-@click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Write the PR-comment body here.")
-@click.option("--key", default="bti", show_default=True, help="Comment key (for --markdown).")
-def compare_cmd(base: Path, head: Path, sqnr_drop: float, latency_ratio: float, json_out: Path | None, md_out: Path | None, key: str) -> None:
-    """Compare a base run with a head run. Exit 1 on new failures or numeric drift."""
-    from harness.report import comment
-    from harness.report.compare import compare
-
-    _, base_recs = _read(base)
-    head_header, head_recs = _read(head)
-    result = compare(base_recs, head_recs, _thresholds(sqnr_drop, latency_ratio))
-    for name, n in result.counts().items():
-        click.echo(f"{name}\t{n}")
-    if json_out:
-        json_out.write_text(json.dumps({"counts": result.counts(), **result.as_dict()}, indent=1, sort_keys=True))
-    if md_out:
-        md_out.write_text(comment.render(key, head_header, head_recs, result, base_records=base_recs))
-    raise SystemExit(1 if result.regressed else 0)
-
-
-@click.group("publish")
+@cli.group("publish")
 def publish() -> None:
     """Publish results to GitHub: sticky PR comment, check run / status, badge."""
 
@@ -112,8 +61,8 @@ def _workflow_run(path: Path) -> dict[str, Any]:
 @click.option("--run-url", help="Link to the workflow run.")
 @click.option("--artifact-url", help="Link to the uploaded artifacts.")
 @click.option("--no-base-reason", default="", help="Without --base: why there is no base, stated in the comment.")
-@_with(_compare_opts)
-@_with(_gh_opts)
+@with_options(compare_opts)
+@with_options(_gh_opts)
 def publish_comment(results: Path, base: Path | None, pr: int | None, event_path: Path | None, key: str, mode: str,
                     run_url: str | None, artifact_url: str | None, no_base_reason: str, sqnr_drop: float, latency_ratio: float,
                     repo: str, token_env: str, api_url: str | None) -> None:
@@ -123,9 +72,9 @@ def publish_comment(results: Path, base: Path | None, pr: int | None, event_path
     from harness.report.summary import failures
 
     comment.marker(key)  # validates the key before anything is read or sent
-    header, recs = _read(results)
-    base_recs = _read(base)[1] if base else None
-    result = compare(base_recs, recs, _thresholds(sqnr_drop, latency_ratio)) if base_recs is not None else None
+    header, recs = read_results_file(results)
+    base_recs = read_results_file(base)[1] if base else None
+    result = compare(base_recs, recs, thresholds(sqnr_drop, latency_ratio)) if base_recs is not None else None
     cmode = comment.CommentMode(mode)
     if cmode is comment.CommentMode.OFF:
         click.echo("comment: off")
@@ -163,7 +112,7 @@ def _refuse_untested_upstream(header: dict[str, Any], sha: str) -> None:
 @click.option("--sha", required=True, help="Commit to attach the check (or status) to.")
 @click.option("--name", default="bti", show_default=True, help="Check-run name / status context.")
 @click.option("--details-url", help="Link shown on the check.")
-@_with(_gh_opts)
+@with_options(_gh_opts)
 def publish_check(results: Path, sha: str, name: str, details_url: str | None, repo: str, token_env: str, api_url: str | None) -> None:
     """A check run with the summary and one annotation per failure; a commit status if check runs are not allowed."""
     from harness.github.events import SHA
@@ -173,7 +122,7 @@ def publish_check(results: Path, sha: str, name: str, details_url: str | None, r
 
     if not SHA.fullmatch(sha):
         raise UserError(f"--sha {sha!r}: expected 40 hex characters")
-    header, recs = _read(results)
+    header, recs = read_results_file(results)
     _refuse_untested_upstream(header, sha)
     fails = failures(recs)
     summary = markdown.render(header, recs, limit=60_000)
@@ -195,7 +144,7 @@ def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | 
     """Write badge SVG + shields.io endpoint JSON; optionally commit them to a branch."""
     from harness.report import badge
 
-    header, recs = _read(results)
+    header, recs = read_results_file(results)
     paths = badge.write(header, recs, out_dir)
     for p in paths.values():
         click.echo(f"badge\t{p}")
@@ -208,7 +157,7 @@ def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | 
         click.echo(f"badge\t{len(files)} file(s) on {branch}: {'unchanged' if done == 'unchanged' else 'commit ' + done[:12]}")
 
 
-@click.command("dispatch")
+@cli.command("dispatch")
 @click.option("--to", "targets", multiple=True, required=True, help="Vendor repo (owner/name) to notify; repeatable or comma-separated.")
 @click.option("--event-type", default="upstream-pull-request", show_default=True)
 @click.option("--repo", "src_repo", required=True, help="The upstream repo being tested (owner/name).")
@@ -236,7 +185,7 @@ def dispatch(targets: tuple[str, ...], event_type: str, src_repo: str, sha: str,
         click.echo(f"dispatch: {event_type} -> {target}")
 
 
-@click.group("event")
+@cli.group("event")
 def event() -> None:
     """Read GitHub event payloads inside workflows."""
 
@@ -261,12 +210,12 @@ def event_dispatch(event_path: Path, github_output: Path | None) -> None:
         write_github_output(str(github_output), req.outputs())
 
 
-@click.command("fetch-base")
+@cli.command("fetch-base")
 @click.option("--name", required=True, help="Artifact name (the reusable workflow's <prefix>-merged).")
 @click.option("--branch", required=True, help="Take the newest artifact from a run on this branch.")
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("base"), show_default=True)
 @click.option("--github-output", type=click.Path(path_type=Path), help="Append path= and reason= here ($GITHUB_OUTPUT).")
-@_with(_gh_opts)
+@with_options(_gh_opts)
 def fetch_base(name: str, branch: str, out_dir: Path, github_output: Path | None, repo: str, token_env: str, api_url: str | None) -> None:
     """Download the base branch's latest results (for the PR comment's delta). No base is not an error: the reason is printed."""
     path, reason = _publisher(repo, token_env, api_url).base_results(name, branch, out_dir)
@@ -276,18 +225,18 @@ def fetch_base(name: str, branch: str, out_dir: Path, github_output: Path | None
             fh.write(f"path={path or ''}\nreason={' '.join(reason.split())}\n")
 
 
-@click.command("fetch-history")
+@cli.command("fetch-history")
 @click.option("--name", required=True, help="Artifact name the previous run kept its history under.")
 @click.option("--branch", required=True, help="Take the newest artifact from a run on this branch.")
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("history"), show_default=True)
-@_with(_gh_opts)
+@with_options(_gh_opts)
 def fetch_history(name: str, branch: str, out_dir: Path, repo: str, token_env: str, api_url: str | None) -> None:
     """Download the portal's history (the previous run's `bti portal --keep-history` copies). None yet is not an error."""
     files, reason = _publisher(repo, token_env, api_url).history_files(name, branch, out_dir)
     click.echo(f"history: {len(files)} run(s) in {out_dir}" if files else f"history: none ({reason})")
 
 
-@click.group("relay")
+@cli.group("relay")
 def relay() -> None:
     """The PyTorch cross-repo CI relay's callback (RFC-0050): build it from results, or send it."""
 
@@ -309,7 +258,7 @@ _relay_opts = [
 
 
 @relay.command("payload")
-@_with(_relay_opts)
+@with_options(_relay_opts)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the JSON here (default: stdout).")
 def relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str, output: Path | None) -> None:
     """Print the callback JSON: status, conclusion, test counts, job name, artifact URL, failed tests (within the relay's limits)."""
@@ -321,7 +270,7 @@ def relay_payload(results: Path, job_name: str, artifact_url: str | None, status
 
 
 @relay.command("send")
-@_with(_relay_opts)
+@with_options(_relay_opts)
 @click.option("--url", required=True, help="The relay's callback URL.")
 @click.option("--token-env", default="BTI_RELAY_TOKEN", show_default=True, help="Environment variable with a bearer token (optional).")
 def relay_send(results: Path, job_name: str, artifact_url: str | None, status: str, url: str, token_env: str) -> None:
@@ -333,7 +282,7 @@ def relay_send(results: Path, job_name: str, artifact_url: str | None, status: s
     parts = urlsplit(url)
     if not (parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"))):
         raise UserError(f"--url {url!r}: expected https:// (or a loopback http:// address)")
-    header = _read(results)[0]  # a callback about the upstream commit makes the same claim as a check on it
+    header = read_results_file(results)[0]  # a callback about the upstream commit makes the same claim as a check on it
     _refuse_untested_upstream(header, str((header.get("upstream") or {}).get("sha") or ""))
     body = _relay_payload(results, job_name, artifact_url, status)
     headers = {"Authorization": f"Bearer {os.environ[token_env]}"} if os.environ.get(token_env) else {}
@@ -350,6 +299,3 @@ def relay_send(results: Path, job_name: str, artifact_url: str | None, status: s
     click.echo(f"relay: {body['status']} {body['conclusion'] or ''} {counts} -> {url}")
 
 
-def register(cli: click.Group) -> None:
-    for cmd in (compare_cmd, publish, dispatch, event, relay, fetch_base, fetch_history):
-        cli.add_command(cmd)

@@ -1,0 +1,126 @@
+"""``bti report``, ``bti compare``, ``bti portal`` and ``bti merge``: from results files, never importing torch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.cli.group import cli
+from harness.cli.options import compare_opts, read_results_file, thresholds, with_options
+from harness.errors import UserError
+
+
+@cli.command()
+@click.argument("jsonl", type=click.Path(path_type=Path))
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
+@click.option("--format", "formats", default="junit,md,csv,badge,html", show_default=True,
+              help="Comma-separated: junit, md, csv, badge, html (dashboard.html).")
+@click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
+@click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
+@click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")
+@click.option("--readme-table", "readme", type=click.Path(path_type=Path),
+              help="Fill the accelerator × model and op × backend tables between the bti:models / bti:ops markers of this file.")
+@click.option("--quiet", is_flag=True)
+def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
+           readme: Path | None, quiet: bool) -> None:
+    """Write JUnit XML, Markdown, CSV, badges and an HTML dashboard from a results JSONL. Never imports torch."""
+    from harness.report import FORMATS, write_reports
+
+    wanted = tuple(f.strip() for f in formats.split(",") if f.strip())
+    bad = set(wanted) - set(FORMATS)
+    if bad:
+        raise UserError(f"unknown report format(s): {', '.join(sorted(bad))}")
+    from harness.report import ReportError
+
+    failed: ReportError | None = None
+    try:
+        paths = write_reports(jsonl, out_dir, wanted)
+    except ReportError as exc:  # the others were written: the job summary and outputs still follow
+        failed, paths = exc, exc.paths
+    latest: list[Any] = []
+    if coverage or github_output or readme:
+        from harness.results import read_latest
+
+        _, latest = read_latest(jsonl)  # read once for both
+    if coverage:
+        from harness.report import coverage as cov
+
+        paths.update(cov.write(latest, out_dir))
+    if readme:
+        from harness.report.tables import update_readme
+
+        for name in update_readme(readme, latest):
+            paths[f"readme-{name}"] = readme
+    if step_summary and "md" in paths:
+        with step_summary.open("a", encoding="utf-8") as fh:
+            fh.write(paths["md"].read_text(encoding="utf-8"))
+    if github_output:
+        from harness.github.events import write_github_output
+        from harness.results import status_of
+
+        write_github_output(str(github_output), {"passed": str(sum(status_of(r).is_pass for r in latest)),
+                                                 "failed": str(sum(status_of(r).is_failure for r in latest)),
+                                                 "total": str(len(latest))})
+    if not quiet:
+        for kind, path in paths.items():
+            click.echo(f"{kind}\t{path}")
+    if failed is not None:
+        raise failed
+
+
+@cli.command("compare")
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("head", type=click.Path(path_type=Path))
+@with_options(compare_opts)
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the comparison as JSON.")
+@click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Write the PR-comment body here.")
+@click.option("--key", default="bti", show_default=True, help="Comment key (for --markdown).")
+def compare_cmd(base: Path, head: Path, sqnr_drop: float, latency_ratio: float, json_out: Path | None, md_out: Path | None, key: str) -> None:
+    """Compare a base run with a head run. Exit 1 on new failures or numeric drift."""
+    from harness.report import comment
+    from harness.report.compare import compare
+
+    _, base_recs = read_results_file(base)
+    head_header, head_recs = read_results_file(head)
+    result = compare(base_recs, head_recs, thresholds(sqnr_drop, latency_ratio))
+    for name, n in result.counts().items():
+        click.echo(f"{name}\t{n}")
+    if json_out:
+        json_out.write_text(json.dumps({"counts": result.counts(), **result.as_dict()}, indent=1, sort_keys=True))
+    if md_out:
+        md_out.write_text(comment.render(key, head_header, head_recs, result, base_records=base_recs))
+    raise SystemExit(1 if result.regressed else 0)
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("site"), show_default=True)
+@click.option("--keep-history", type=click.Path(path_type=Path), metavar="DIR",
+              help="Also keep a compact copy (.jsonl.gz) of every input run here: pass DIR again next time for the history.")
+@click.option("--history-days", type=click.FloatRange(1), default=90, show_default=True,
+              help="With --keep-history: drop copies of runs older than this (before the newest run).")
+@click.option("--title", default="bti portal", show_default=True)
+def portal(runs: tuple[Path, ...], out_dir: Path, keep_history: Path | None, history_days: float, title: str) -> None:
+    """Build a static site from many results files or directories (shards, recipes, days): the accelerator ×
+    model matrix, a page per item, history (pass rate, regressions, failure age against the 72-hour rule,
+    flakiness) and plots. No server, no network: open site/index.html or publish it on GitHub Pages."""
+    from harness.report.portal import build
+
+    site = build(list(runs), out_dir, keep_history, title, history_days)
+    click.echo(f"portal\t{site.index} ({site.items} items, {site.runs} runs, {site.columns} columns, {site.seconds:.1f} s)")
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="The merged results.jsonl.")
+def merge(inputs: tuple[Path, ...], output: Path) -> None:
+    """Join shard results (from `bti run --shard i/n`) into one JSONL. Never imports torch."""
+    from harness.runner.merge import merge as do_merge
+
+    _, records = do_merge(list(inputs), output)
+    click.echo(f"merged {len(inputs)} file(s), {len(records)} items -> {output}")
+
+

@@ -1,0 +1,125 @@
+"""``bti run``: suites × recipes into results.jsonl, then the reports; the exit code is the verdict."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.cli.group import cli
+from harness.cli.options import filter_options, filters, recipes_of, runtime_option, runtime_options, suites_of
+from harness.cli.reports import report as report_cmd
+from harness.errors import UserError
+
+
+@cli.command()
+@filter_options
+@click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True, help="Where results.jsonl and the reports go.")
+@click.option("--jsonl", type=click.Path(path_type=Path), help="Results file (default: OUT_DIR/results.jsonl).")
+@click.option("-j", "--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="CPU count", help="Worker processes.")
+@click.option("--timeout", type=click.FloatRange(0.1), default=600.0, show_default=True, help="Seconds per item before TIMEOUT.")
+@click.option("--resume", is_flag=True, help="Continue a killed run: keep recorded items, run the rest.")
+@click.option("--reuse/--no-reuse", default=None, help="Reuse cached results of unchanged items. Default: on, off when $CI is set.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Result cache (default: $BTI_CACHE_DIR or .bti-cache).")
+@click.option("--shard", help="Run shard i/n of the matrix (for a CI matrix); join with `bti merge`.")
+@click.option("--durations", type=click.Path(exists=True, path_type=Path), help="A previous results.jsonl to balance shards by duration.")
+@click.option("--no-speedups", is_flag=True, help="Disable the guarded export memoizations and GC schedule (see harness/speedups.py).")
+@click.option("--force-speedups", is_flag=True, help="Run the speedups even on a torch/executorch/torchao stack they were not verified on.")
+@click.option("--threads", type=click.IntRange(1), default=1, show_default=True, help="torch threads per worker.")
+@click.option("--max-items-per-worker", type=click.IntRange(1), default=400, show_default=True, help="Recycle a worker after this many items.")
+@click.option("--max-worker-growth-mb", type=float, default=1024.0, show_default=True, help="Recycle a worker after this RSS growth.")
+@click.option("--no-report", is_flag=True, help="Only write the JSONL.")
+@click.option("--bundle", is_flag=True, help="Also write each item's device bundle (ExecuTorch: .pte and bundled program, "
+              ".bpte: inputs + eager reference outputs) to OUT_DIR/programs/ for `bti bench` or a device. Runs cached items again.")
+@click.option("--rerun-failures", type=click.IntRange(0, 10), default=0, show_default=True,
+              help="Re-run each failing item up to N times in a fresh worker; items whose attempts disagree are FLAKY.")
+@click.option("--baseline", help="A recipe whose outputs are the reference instead of eager CPU (added to the run); items "
+              "whose baseline failed are BLOCKED. Turns result reuse off.")
+@runtime_options
+@click.option("--runtime-threads", type=click.IntRange(1), help="The ExecuTorch runtime's thread pool size.")
+@click.option("--control", default="portable", show_default=True,
+              help="Triage: a failure this recipe (when in the run) shares on the same case is marked upstream.")
+@click.option("--upstream-repo", help="Upstream owner/name being tested (recorded in the header).")
+@click.option("--upstream-sha", help="Upstream commit (40 hex).")
+@click.option("--upstream-pr", type=int, help="Upstream pull request number.")
+@click.option("--upstream-package", help="The distribution built from the upstream repo (e.g. executorch): its installed "
+              "version and VCS commit go into the header, and a check is posted on --upstream-sha only if they match.")
+def run(**kw: Any) -> None:
+    """Run suites × recipes; write results.jsonl, then the reports. Exit 1 on any unexpected failure."""
+    from harness.runner.run import RunOptions, execute
+    from harness.settings import resolve, use
+
+    out_dir: Path = kw["out_dir"]
+    jsonl: Path = kw["jsonl"] or out_dir / "results.jsonl"
+    settings = resolve(cache_dir=kw["cache_dir"], reuse=kw["reuse"], speedups=False if kw["no_speedups"] else None,
+                       force_speedups=kw["force_speedups"] or None, item_timeout_s=kw["timeout"])
+    upstream: dict[str, Any] = {k: kw[f"upstream_{k}"] for k in ("repo", "sha", "pr") if kw[f"upstream_{k}"] is not None}
+    if kw["upstream_package"]:
+        from harness.env import installed
+
+        upstream["installed"] = installed(kw["upstream_package"])
+    opts = RunOptions(
+        suites=suites_of(kw), recipes=recipes_of(kw), out=jsonl, settings=settings, filters=filters(kw), jobs=kw["jobs"],
+        resume=kw["resume"], shard=kw["shard"], durations=kw["durations"], upstream=upstream,
+        threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
+        bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
+        control=kw["control"] or None, rerun_failures=kw["rerun_failures"], baseline=kw["baseline"],
+        runtime=runtime_option(kw), runtime_threads=kw["runtime_threads"],
+    )
+    bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
+    try:
+        with use(settings):
+            result = execute(opts, progress=bar)
+    finally:
+        if bar:
+            bar.close()
+    if not kw["no_report"]:
+        # Reports come from the JSONL alone: exactly `bti report` (its options and environment
+        # variables, e.g. $GITHUB_STEP_SUMMARY), run in this process to save an interpreter start.
+        # The job summary is `bti report --step-summary`'s business (the composite action calls it): not
+        # appended here too, even when $GITHUB_STEP_SUMMARY is set.
+        try:
+            report_cmd.main([str(jsonl), "--out-dir", str(out_dir), "--step-summary", os.devnull, "--quiet"], standalone_mode=False)
+        except UserError as exc:  # a report failed: still give the verdict, then exit 2 naming the writer
+            _verdict(jsonl, result.executed, result.reused)
+            raise exc from None
+    code = _verdict(jsonl, result.executed, result.reused)
+    raise SystemExit(code)
+
+
+class _Bar:
+    """click's progress bar over the items of the run, showing the last item's status."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+
+    def start(self, total: int) -> None:
+        self.bar = click.progressbar(length=max(total, 1), label="bti", file=sys.stderr, show_pos=True, show_eta=True,
+                                     item_show_func=lambda rec: f"{rec['status']} {rec['id']}"[:70] if rec else "")
+        self.bar.__enter__()
+
+    def advance(self, record: Any) -> None:
+        if self.bar is not None:
+            self.bar.update(1, record)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _verdict(jsonl: Path, executed: int, reused: int) -> int:
+    from collections import Counter
+
+    from harness.results import read_latest, status_of
+
+    _, latest = read_latest(jsonl)
+    counts = Counter(status_of(r) for r in latest)
+    fails = sum(n for s, n in counts.items() if s.is_failure)
+    summary = ", ".join(f"{n} {s.value}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].value))
+    click.echo(f"bti: {len(latest)} items ({executed} executed, {reused} reused): {summary} -> {jsonl}", err=True)
+    return 1 if fails else 0
+
+
