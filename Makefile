@@ -9,6 +9,8 @@ VENV    ?= $(if $(filter 1.5,$(PAIR)),.venv,.venv-$(PAIR))
 STAMP   := $(VENV)/.bti-installed
 OUT     ?= out
 ARGS    ?=
+# the tests run on two pytest-xdist workers; act's scenarios share one of them (tests/conftest.py)
+XDIST   ?= -n 2 --dist loadgroup
 # `make test` runs every test on PAIR, then these on the other pair: export, quantize, lower and run for real
 # (test_e2e), the start-up check and per-version rules, the speedups with and without (test_versions, test_speedups_*),
 # and the C++ runner built against the other wheel layout
@@ -18,7 +20,7 @@ EXTRAS  := test,openvino,models,onnx$(if $(filter 1.5,$(PAIR)),$(comma)vision)
 PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_speedups_graph.py tests/test_speedups_quant.py \
               tests/test_providers.py::test_verify_through_the_cpp_runner_matches_pybind_bit_for_bit
 
-.PHONY: run test test-pair lint setup clean browser toolchain
+.PHONY: run test test-pair lint setup clean browser toolchain docs
 
 $(STAMP): pyproject.toml package.json constraints/executorch-$(PAIR).txt
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
@@ -43,7 +45,7 @@ toolchain:
 	  || echo "bti: could not install g++; tests/test_providers.py needs it"
 
 test: $(STAMP) browser toolchain
-	@$(VENV)/bin/python -m pytest $(ARGS); rc=$$?; \
+	@$(VENV)/bin/python -m pytest $(XDIST) $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
 	if [ $$rc -ne 0 ] || [ -n "$(ARGS)" ]; then exit $$rc; fi; \
 	$(MAKE) --no-print-directory test-pair PAIR=$(OTHER) VENV=$(if $(filter 1.5,$(OTHER)),.venv,.venv-$(OTHER))
@@ -51,11 +53,15 @@ test: $(STAMP) browser toolchain
 # the other pair's subset (PAIR_TESTS), in its own venv
 test-pair: $(STAMP)
 	@echo "bti: tests on executorch $(PAIR) ($(VENV)): $(PAIR_TESTS)"
-	@$(VENV)/bin/python -m pytest $(PAIR_TESTS); rc=$$?; \
+	@$(VENV)/bin/python -m pytest $(XDIST) $(PAIR_TESTS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check harness tests scripts benchmarks
+	$(VENV)/bin/ruff check harness tests scripts benchmarks examples
+
+# the docs site (mkdocs.yml) into site-docs/, strictly: a dead link or anchor fails
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean:
-	rm -rf $(OUT) .bti-cache
+	rm -rf $(OUT) .bti-cache site-docs

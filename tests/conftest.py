@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +14,24 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 FIXTURES = TESTS / "fixtures"
+EXAMPLES = ROOT / "examples"
+# the worked examples (examples/): importable and their recipes found, as if installed (tests/test_examples.py
+# installs them for real)
+EXAMPLE_PATHS = [str(EXAMPLES / "npu-device"), str(EXAMPLES / "delegate")]
+# every bti a test starts keeps its result cache (and the runner it builds) in this process's own directory,
+# never in the repository's .bti-cache: tests run in parallel (pytest-xdist), and a clone's cache is its user's
+CACHE_DIR = Path(tempfile.mkdtemp(prefix="bti-test-cache-"))
+atexit.register(shutil.rmtree, CACHE_DIR, True)
+os.environ["BTI_CACHE_DIR"] = str(CACHE_DIR)  # what every subprocess a test starts inherits
+RECIPE_PATH = os.pathsep.join([str(FIXTURES / "recipes"), str(EXAMPLES / "npu-device" / "recipes"), str(EXAMPLES / "delegate" / "recipes")])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test`: -n 2 --dist loadgroup), the act scenarios share one worker: they share a
+    session fixture (the snapshot and tool cache) that is worth building once."""
+    for item in items:
+        if item.get_closest_marker("act") is not None:
+            item.add_marker(pytest.mark.xdist_group("act"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,8 +57,8 @@ class Result:
 
 def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600) -> Result:
     """Run the real CLI in a subprocess (python -m harness)."""
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS / "devices"), str(ROOT)]),
-                "BTI_RECIPE_PATH": str(FIXTURES / "recipes")}
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *EXAMPLE_PATHS, str(ROOT)]),
+                "BTI_RECIPE_PATH": RECIPE_PATH, "BTI_CACHE_DIR": str(CACHE_DIR)}
     full_env.update(env or {})
     proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -56,7 +77,8 @@ def inproc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
 
     from harness.cli import main
 
-    monkeypatch.setenv("BTI_RECIPE_PATH", str(FIXTURES / "recipes"))
+    monkeypatch.setenv("BTI_RECIPE_PATH", RECIPE_PATH)
+    monkeypatch.setenv("BTI_CACHE_DIR", str(CACHE_DIR))
 
     def call(*args: str, env: dict[str, str] | None = None) -> SimpleNamespace:
         for k, v in (env or {}).items():

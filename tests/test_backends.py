@@ -164,7 +164,7 @@ def test_pair_needs_equal_input_shapes(bti, tmp_path: Path) -> None:
 
 
 def test_privateuse1_device_end_to_end(bti, tmp_path: Path) -> None:
-    """A PrivateUse1 device registered through torch's extension points (tests/devices/npu_device.py: CPU
+    """A PrivateUse1 device registered through torch's extension points (examples/npu-device, bti_example_npu: CPU
     kernels behind a Python fallback), run as `backend: torch-eager, device: npu`, against torch-cpu."""
     res = bti("run", "-s", TINY, "-s", "models", "-r", "torch-npu", "-r", "torch-privateuse1", "--baseline", "torch-cpu",
               "-o", str(tmp_path / "o"), "--no-reuse", "-j", "2")

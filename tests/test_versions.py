@@ -14,6 +14,8 @@ from harness.errors import RecipeError, UserError
 from harness.recipes import parse_recipe
 from harness.versions import MATRIX, check_metadata, in_spec, installed_version
 
+from .conftest import EXAMPLE_PATHS
+
 ROOT = Path(__file__).resolve().parents[1]
 ET_DECLARES = {"executorch": [Requirement("torchao>=0.18.0,<0.19")]}
 
@@ -67,7 +69,7 @@ def _broken_env(tmp_path: Path, files: dict[str, str]) -> dict[str, str]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     tests = ROOT / "tests"
-    return {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(tests), str(tests / "devices"), str(ROOT)])}
+    return {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(tests), *EXAMPLE_PATHS, str(ROOT)])}
 
 
 def test_a_device_extension_that_fails_to_auto_load_is_named(bti, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -134,6 +135,14 @@ class ActRun:
         return out
 
 
+def free_port() -> int:
+    """A port nothing listens on now (act's artifact server would take the fixed 34567, which another act run or
+    another program on a shared machine may hold)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def run_act(workdir: Path, workflow: str, event_name: str, event: dict[str, Any], *, home: Path, tmp: Path, api_url: str,
             token: str = "ghs_act_test_token", env: dict[str, str] | None = None, variables: dict[str, str] | None = None,
             timeout: float = 900) -> ActRun:
@@ -145,7 +154,7 @@ def run_act(workdir: Path, workflow: str, event_name: str, event: dict[str, Any]
     event_path.write_text(json.dumps(event))
     bti_sha = git(repos / "bti-org" / "bti", "rev-parse", "HEAD")
     cmd = [act_binary(), event_name, "-W", str(workdir / ".github" / "workflows" / workflow), "-e", str(event_path),
-           "--json", "--artifact-server-addr", "127.0.0.1", "--cache-server-addr", "127.0.0.1",
+           "--json", "--artifact-server-addr", "127.0.0.1", "--artifact-server-port", str(free_port()), "--cache-server-addr", "127.0.0.1",
            "--artifact-server-path", str(tmp / "act-artifacts"), "--no-cache-server", "-s", f"GITHUB_TOKEN={token}",
            "--env", f"GITHUB_API_URL={api_url}", "--env", f"BTI_ACT_REPOS={repos}", "--env", f"BTI_ACT_ARTIFACTS={artifacts}",
            "--local-repository", f"bti-org/bti@{bti_sha}={repos / 'bti-org' / 'bti'}"]

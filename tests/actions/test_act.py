@@ -380,9 +380,9 @@ def test_dispatched_upstream_commit_is_what_is_tested(scenario, httpserver, act_
         assert not fake.check_runs and not fake.statuses
 
 
-def test_readme_vendor_snippet_runs_as_written(scenario, fake: FakeGitHub) -> None:
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("### Joining from a vendor repo", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_docs_vendor_snippet_runs_as_written(scenario, fake: FakeGitHub) -> None:
+    readme = (ROOT / "docs" / "github-actions.md").read_text()
+    block = readme.split("## Joining from a vendor repo", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert "@" + "0" * 40 in block
     sc = scenario("bti.yml", block.replace("0" * 40, "BTI_SHA"))
     run = sc.run("pull_request", sc.pull_request_event(), fake)

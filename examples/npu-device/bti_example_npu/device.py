@@ -1,9 +1,10 @@
-"""A pure-Python PrivateUse1 test device backed by CPU kernels (torch >= 2.9, tested on 2.13.0+cpu).
+"""A pure-Python PrivateUse1 device backed by CPU kernels (torch >= 2.9, tested on 2.13.0+cpu and 2.14.1).
 
-Usage::
+Usage (``import bti_example_npu`` does the install)::
 
-    import torch, npu_device
-    npu_device.install("npu")
+    import torch
+    from bti_example_npu.device import install
+    install("npu")
     x = torch.randn(2, 3, device="npu")          # x.device == device(type='npu', index=0)
     y = torch.relu(x @ x.T + 1).cpu()
 

@@ -1,0 +1,47 @@
+"""An out-of-tree ExecuTorch delegate for bti, as a vendor ships one (the vendor guide, docs/backends.md, walks
+through it). XNNPACK stands in for the vendor's own partitioner and compiler, so the example runs anywhere; a real
+delegate names its partitioner where this one inherits XNNPACK's.
+
+It shows each part of the contract a vendor needs:
+
+* a recipe key of its own (``vendor``), declared in ``extra_keys``: ExecuTorch's parser checks its own keys and
+  passes this one through in ``recipe.options.extra["vendor"]``;
+* its values checked once, in the parent, with the recipe's file and line (``RecipeError``);
+* the ExecuTorch options object kept as it is: a backend that returned an options class of its own would lose the
+  recipe's partitioners and quantizer (bti refuses that recipe, naming the reason);
+* a constraint of the device enforced while lowering: a failure there is the item's FAIL_LOWER, with this message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.backends import Where, check_keys
+from harness.backends.executorch import ExecuTorchBackend, ExecuTorchOptions
+from harness.errors import RecipeError
+
+
+class ExampleDelegate(ExecuTorchBackend):
+    name = "example-delegate"
+    extra_keys = frozenset({"vendor"})  # ExecuTorch's keys (partitioners, quantize, ...) plus this one
+
+    def parse_options(self, raw: Mapping[str, Any], where: Where) -> ExecuTorchOptions:
+        opts = super().parse_options(raw, where)  # ExecuTorch's keys checked; ours arrive in opts.extra
+        vendor = opts.extra.get("vendor") or {}
+        if not isinstance(vendor, dict):
+            raise RecipeError(f"{where('vendor')}: `vendor` takes a mapping, not {vendor!r}")
+        check_keys(vendor, {"max_partitions"}, lambda _key=None: where("vendor"), f"{self.name} (vendor)")
+        limit = vendor.get("max_partitions", 0)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            raise RecipeError(f"{where('vendor')}: vendor.max_partitions takes a whole number >= 0, not {limit!r}")
+        return opts  # the same ExecuTorchOptions: its partitioners and quantizer are what `lower` uses
+
+    def lower(self, recipe: Any, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
+        lowered, stats = super().lower(recipe, ep, built)  # stats: delegated/undelegated ops, edge op name -> count
+        limit = (recipe.options.extra.get("vendor") or {}).get("max_partitions", 0)
+        graph = lowered.exported_program().graph_module.graph
+        partitions = sum(1 for n in graph.nodes if n.op == "call_function" and "executorch_call_delegate" in str(n.target))
+        if limit and partitions > limit:
+            raise RuntimeError(f"{partitions} delegated partitions: this NPU loads at most {limit} per program")
+        return lowered, stats

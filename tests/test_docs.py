@@ -1,0 +1,142 @@
+"""The docs site (docs/, mkdocs.yml): built strictly, and checked against what the code does, wherever a test can
+tell: commands, options, recipes, settings, files, the action's inputs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from .conftest import ROOT
+
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+SPANS = re.compile(r"`([^`\n]+)`")
+
+
+def _spans() -> list[tuple[str, str]]:
+    """(page, text) for every inline code span and every line of a fenced block, README included."""
+    out = []
+    for page in [*PAGES, ROOT / "README.md", ROOT / "examples" / "README.md"]:
+        text = page.read_text(encoding="utf-8")
+        fences = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S)
+        prose = re.sub(r"```[a-z]*\n.*?```", "", text, flags=re.S)
+        out += [(page.name, s) for s in SPANS.findall(prose)]
+        out += [(page.name, line.strip()) for block in fences for line in block.splitlines()]
+    return out
+
+
+def test_site_builds_strictly(tmp_path: Path) -> None:
+    """mkdocs --strict: a dead link, a missing anchor, a page left out of the nav or a CLI reference that does not
+    generate fails the build."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+                         cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    cli = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")
+    for command in ("bti run", "bti portal", "bti publish comment", "--rerun-failures"):
+        assert command in cli, command  # the reference is generated from the command itself
+    assert (tmp_path / "site" / "img" / "dashboard.png").is_file()
+
+
+def test_readme_is_a_short_front_door() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) <= 12 * 1024
+    assert "make run" in readme and "make test" in readme
+    for link in re.findall(r"\]\(([^)#]+)", readme):  # every link to a file of the repository resolves
+        if not link.startswith("http"):
+            assert (ROOT / link).exists(), link
+
+
+def test_generated_action_table_is_current() -> None:
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"])
+    assert res.returncode == 0, "docs/github-actions.md's action table is stale: run python scripts/gen_docs.py"
+
+
+def _commands() -> dict[str, click.Command]:
+    from harness.cli import cli
+
+    out: dict[str, click.Command] = {}
+
+    def walk(group: click.Group, prefix: str) -> None:
+        for name, cmd in group.commands.items():
+            out[f"{prefix} {name}".strip()] = cmd
+            if isinstance(cmd, click.Group):
+                walk(cmd, f"{prefix} {name}")
+
+    walk(cli, "")
+    return out
+
+
+def test_every_command_and_option_in_the_docs_exists() -> None:
+    """`bti X --opt` in any page: X is a command and --opt one of its options."""
+    commands = _commands()
+    wrong = []
+    checked = 0
+    for page, span in _spans():
+        m = re.match(r"(?:\$ )?(?:\.venv/bin/)?bti ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)", span)
+        if not m:
+            continue
+        words = m.group(1).split()
+        name = " ".join(words) if " ".join(words) in commands else words[0]
+        if name not in commands:
+            if words[0] not in ("is", "takes", "runs", "does", "never", "keeps", "uses", "writes", "itself"):
+                wrong.append(f"{page}: `{span}`: no command bti {words[0]}")
+            continue
+        checked += 1
+        opts = {o for p in commands[name].params for o in (*p.opts, *p.secondary_opts)} | {"--help", "-h"}
+        for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-zA-Z])\b", span[m.end():]):
+            if opt not in opts:
+                wrong.append(f"{page}: `{span}`: bti {name} has no option {opt}")
+    assert checked > 50  # the check does look at the docs
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_recipe_and_suite_named_in_a_command_exists() -> None:
+    from harness.recipes import available_recipe_files
+    from harness.suites import suite_names
+
+    recipes = set(available_recipe_files()) | {"example-delegate", "torch-npu"}  # the examples' own (examples/)
+    suites = set(suite_names())
+    wrong = []
+    for page, span in _spans():
+        if not re.match(r"(?:\$ )?(?:\.venv/bin/)?bti ", span):
+            continue
+        for flag, value in re.findall(r"(?:^|\s)(-r|--recipe|-s|--suite|--baseline|--control) ([\w./-]+)", span):
+            if "/" in value or value.endswith((".yaml", ".yml")) or value.isupper() or value in ("RECIPE", "NAME"):
+                continue
+            known = suites if flag in ("-s", "--suite") else recipes
+            if value not in known:
+                wrong.append(f"{page}: `{span}`: no {'suite' if flag in ('-s', '--suite') else 'recipe'} {value}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_repository_path_in_the_docs_exists() -> None:
+    roots = ("harness/", "tests/", "benchmarks/", "scripts/", "examples/", "recipes/", "constraints/", ".github/", "workflows/", "docs/")
+    wrong = []
+    for page, span in _spans():
+        for token in span.split():
+            path = token.strip("`,;:()").split("::")[0].split("#")[0]
+            if path.startswith(roots) and not any(c in path for c in "*<>{}…") and not (ROOT / path).exists():
+                wrong.append(f"{page}: {path}")
+    assert not wrong, "\n".join(sorted(set(wrong)))
+
+
+def test_settings_page_names_exactly_the_variables_settings_reads() -> None:
+    code = (ROOT / "harness" / "settings.py").read_text(encoding="utf-8")
+    read = set(re.findall(r'(?:env\.get\(|_seconds\(env, )"([A-Z_]+)"', code))
+    page = (DOCS / "settings.md").read_text(encoding="utf-8")
+    table = "\n".join(line.split("|")[3] for line in page.split("## ", 1)[0].splitlines() if line.startswith("| `"))
+    documented = set(re.findall(r"`([A-Z][A-Z_]+)`", table))
+    assert read and read == documented, (read - documented, documented - read)
+
+
+@pytest.mark.parametrize("page", [p.name for p in PAGES])
+def test_every_page_is_in_the_nav(page: str) -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert f": {page}" in nav

@@ -1,0 +1,113 @@
+"""The worked examples (examples/), installed with pip as a vendor would, then run by bti: the out-of-tree delegate
+found through its entry point, with its own recipe key; the eager PrivateUse1 device through its recipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.backends import get_backend
+from harness.backends.executorch import ExecuTorchBackend
+from harness.errors import RecipeError
+from harness.recipes import parse_recipe
+
+from .conftest import EXAMPLES, FIXTURES, ROOT
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both examples, installed for real (wheels built from their pyproject.toml) into a directory of their own."""
+    target = tmp_path_factory.mktemp("site")
+    res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                          "--target", str(target), str(EXAMPLES / "delegate"), str(EXAMPLES / "npu-device")],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (target / "bti_example_delegate").is_dir() and (target / "bti_example_npu").is_dir()
+    return target
+
+
+def _bti(target: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    # nothing of tests/ or examples/ on the path: only what pip installed (and bti itself)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)]), "BTI_RECIPE_PATH": str(FIXTURES / "recipes")}
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900, stdin=subprocess.DEVNULL)
+
+
+def _records(path: Path) -> dict[str, dict]:
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    return {r["id"]: r for r in lines if r.get("kind") == "result"}
+
+
+@pytest.mark.slow
+def test_installed_examples_run(installed: Path, tmp_path: Path) -> None:
+    delegate = EXAMPLES / "delegate" / "recipes" / "example-delegate.yaml"
+    npu = EXAMPLES / "npu-device" / "recipes" / "torch-npu.yaml"
+    listed = _bti(installed, "list", "--recipes", "-r", str(delegate), "-r", str(npu), cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "example-delegate\tavailable" in listed.stdout and "torch-npu\tavailable" in listed.stdout
+    res = _bti(installed, "run", "-s", "smoke", "-k", "op.add.*", "-k", "op.linear.*", "-r", str(delegate), "-r", str(npu),
+               "-r", "torch-cpu", "--baseline", "torch-cpu", "--dtype", "float32", "-o", str(tmp_path / "o"), "--no-reuse",
+               "--no-report", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = _records(tmp_path / "o" / "results.jsonl")
+    ours = {i: r for i, r in recs.items() if i.endswith(("@example-delegate", "@torch-npu"))}
+    assert len(ours) == 6 and all(r["status"] == "PASS" for r in ours.values()), {i: r["status"] for i, r in ours.items()}
+    linear = recs["op.linear.fc[float32,static]@example-delegate"]
+    assert linear["partition"]["delegated_ops"] and linear["backend"] == "example-delegate"  # XNNPACK took it
+    assert recs["op.linear.fc[float32,static]@torch-npu"]["baseline"]["recipe"] == "torch-cpu"
+
+
+def test_the_delegate_checks_its_own_key_with_file_and_line(installed: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nbackend: example-delegate\npartitioners: [xnnpack]\nvendor: {max_partitions: -1}\n")
+    res = _bti(installed, "validate", str(bad), cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"{bad}:4" in res.stderr and "vendor.max_partitions takes a whole number >= 0, not -1" in res.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("name: unknown\nbackend: example-delegate\nvendor: {cores: 2}\n")
+    res = _bti(installed, "validate", str(unknown), cwd=tmp_path)
+    assert res.returncode == 2 and "unknown recipe key(s) for backend example-delegate (vendor): cores" in res.stderr
+
+
+def test_a_subclass_returning_its_own_options_is_refused_not_run_without_partitioners(tmp_path: Path) -> None:
+    path = tmp_path / "own.yaml"
+    path.write_text("name: own\nbackend: tests.test_examples:OwnOptions\npartitioners: [xnnpack]\n")
+    recipe = parse_recipe(path)
+    assert recipe.options == {"partitioners": ["xnnpack"]}
+    why = get_backend(recipe.backend).unavailable_reason(recipe)
+    assert why is not None and "not an ExecuTorchOptions" in why and "without its partitioners and quantizer" in why
+    with pytest.raises(RecipeError, match="not an ExecuTorchOptions"):
+        get_backend(recipe.backend).lower(recipe, None, None)
+
+
+class OwnOptions(ExecuTorchBackend):
+    """A vendor subclass that returns an options object of its own: ExecuTorch would lose the partitioners."""
+
+    name = "own-options"
+
+    def parse_options(self, raw, where):  # type: ignore[no-untyped-def]
+        super().parse_options(raw, where)
+        return {"partitioners": raw.get("partitioners")}
+
+
+def test_a_backend_lacking_part_of_the_protocol_is_refused_in_one_line() -> None:
+    with pytest.raises(RecipeError) as err:
+        get_backend("tests.test_examples:Incomplete")
+    assert "lacks" in str(err.value) and "runs_programs" in str(err.value) and "execute" in str(err.value)
+    assert "BaseBackend" in err.value.one_line()
+
+
+class Incomplete:
+    """A backend written against an older contract: no runs_programs, accuracy_rule or execute."""
+
+    name = "incomplete"
+    stages = frozenset()
+    needs_export = True
+
+    def parse_options(self, raw, where):  # type: ignore[no-untyped-def]
+        return None
