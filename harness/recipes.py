@@ -73,7 +73,7 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "int": {"atol": 0.0, "rtol": 0.0},
 }
 TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db", "cosine")
-XFAIL_STATUSES = frozenset(s for s in Status if s.is_failure and s not in (Status.XPASS, Status.ERROR, Status.FLAKY))
+XFAIL_STATUSES = frozenset(s for s in Status if s.expectable)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,22 @@ class Status(StrEnum):
         return self in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED)
 
     @property
+    def is_verdict(self) -> bool:
+        """An answer about the program itself, stable enough to cache and to triage by: not a crash, a hang, a bti
+        error or a flake."""
+        return self not in (Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY)
+
+    @property
+    def reruns(self) -> bool:
+        """A failure ``--rerun-failures`` runs again: any but a bti error or an item already settled as FLAKY."""
+        return self.is_failure and self not in (Status.ERROR, Status.FLAKY)
+
+    @property
+    def expectable(self) -> bool:
+        """A failure an xfail rule may name (``status:``): the program's own, not XPASS, a bti error or a flake."""
+        return self.reruns and self is not Status.XPASS
+
+    @property
     def group(self) -> Group:
         """The display group every report uses (portal filters, dashboard cells, tables, history)."""
         if self.is_failure:
@@ -86,9 +102,6 @@ class Status(StrEnum):
         """The process died or hung: the item's own code may be fine (triage: infra, unless it repeats)."""
         return self in (Status.CRASH, Status.TIMEOUT)
 
-    @property
-    def emoji(self) -> str:
-        return self.group.emoji
 
 
 class Group(StrEnum):
@@ -99,11 +112,6 @@ class Group(StrEnum):
     XFAIL = "xfail"
     SKIPPED = "skipped"
     FAILING = "failing"
-
-    @property
-    def emoji(self) -> str:
-        """Summaries and PR comments: a pass, nothing to see, or a failure."""
-        return {Group.PASS: "✅", Group.UNDELEGATED: "✅", Group.FAILING: "❌"}.get(self, "⚪")
 
     @property
     def symbol(self) -> str:

@@ -263,7 +263,7 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated)
-    if not rules or status in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED):
+    if not rules or status.did_not_run:
         return status, detail, None
     message = f"{detail}\n{error.message}" if error is not None else detail
     if status.is_failure and status is not Status.ERROR:
@@ -291,8 +291,7 @@ def triage(status: Status, control: Status | None, is_control: bool) -> str | No
     if status is Status.FAIL_EXPORT or is_control:
         return "upstream"
     # the control's own crash, hang, harness error or flake says nothing about the case
-    if control is not None and (control.is_failure or control is Status.XFAIL) and not control.is_infra \
-            and control not in (Status.ERROR, Status.FLAKY):
+    if control is not None and (control.is_failure or control is Status.XFAIL) and control.is_verdict:
         return "upstream"
     return "backend"
 

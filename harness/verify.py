@@ -25,7 +25,7 @@ from harness.errors import UserError
 from harness.metrics import compare, latency_stats
 from harness.providers import ProviderError, ProviderSpec, RunOptions, bundled_cases, check_program
 from harness.results import SCHEMA, Header, Record, ResultsWriter, iter_lines
-from harness.status import Stage
+from harness.status import Stage, Status
 from harness.verdict import Comparison, Outcome, StageOutcome, decide_bundle
 
 DEFAULT_TOL = {"atol": 1e-4, "rtol": 1e-4}
@@ -177,7 +177,7 @@ def verify_one(bundle: Bundle, spec: ProviderSpec, opts: RunOptions, run_id: str
         "run_id": run_id, "attempt": 1,
         **{k: bundle.card[k] for k in ("op", "tags", "seed", "spec_hash") if k in bundle.card},
     }
-    expected = bundle.card.get("xfail") if bundle.card.get("status") == "XFAIL" else None
+    expected = bundle.card.get("xfail") if bundle.card.get("status") == Status.XFAIL.value else None
     stages: list[StageOutcome] = []
     facts: dict[str, Any] = {"runtime": provider.name, "artifacts": {"bpte": str(bundle.path),
                                                                      "tolerance_from": bundle.tolerance_from}}

@@ -111,3 +111,61 @@ class Incomplete:
 
     def parse_options(self, raw, where):  # type: ignore[no-untyped-def]
         return None
+
+
+@pytest.mark.slow
+def test_the_delegates_device_constraint_fails_lowering_with_its_message(tmp_path: Path) -> None:
+    """Linear → cumsum (which XNNPACK does not take) → Linear is two delegated partitions; the example NPU takes one."""
+    import torch
+    from bti_example_delegate import ExampleDelegate
+
+    path = tmp_path / "one.yaml"
+    path.write_text("name: one\nbackend: bti_example_delegate:ExampleDelegate\npartitioners: [example-npu]\nvendor: {max_partitions: 1}\n")
+    recipe = parse_recipe(path)
+
+    class Split(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(torch.cumsum(self.a(x), dim=1))
+
+    ep = torch.export.export(Split().eval(), (torch.randn(2, 8),))
+    backend = ExampleDelegate()
+    with pytest.raises(RuntimeError, match="2 delegated partitions: this NPU loads at most 1 per program"):
+        backend.lower(recipe, ep)
+    path.write_text(path.read_text().replace("max_partitions: 1", "max_partitions: 2"))
+    _, stats = backend.lower(parse_recipe(path), ep)
+    assert stats["delegated_subgraphs"] == 2 and "aten.cumsum.default" in stats["undelegated_ops"]
+
+
+def test_run_is_called_warmup_plus_repeats_times_and_not_at_all_through_another_provider() -> None:
+    """The vendor guide's promise: BaseBackend.execute calls run() warmup + repeats times; an ExecuTorch program
+    handed to another runtime provider runs there, and run() is never called."""
+    from harness.backends import BaseBackend
+    from harness.backends.executorch import Deferred
+    from harness.providers import Execution
+
+    class Counting(BaseBackend):
+        calls = 0
+
+        def run(self, handle, inputs):  # type: ignore[no-untyped-def]
+            Counting.calls += 1
+            return [inputs[0] * 2]
+
+    outs, samples, facts = Counting().execute(None, (1.5,), 2, 5)
+    assert Counting.calls == 7 and len(samples) == 5 and outs == [3.0] and facts == {}
+
+    class Elsewhere:
+        name = "elsewhere"
+
+        def execute(self, program, kind, inputs, opts):  # type: ignore[no-untyped-def]
+            return Execution([7.0], 1.0, [0.5] * opts.repeats, "elsewhere", {"peak": 1.0})
+
+    class NeverRun(ExecuTorchBackend):
+        def run(self, handle, inputs):  # type: ignore[no-untyped-def]
+            raise AssertionError("run() must not be called when the program runs elsewhere")
+
+    outs, samples, facts = NeverRun().execute(Deferred(b"pte", Elsewhere()), (1.0,), 1, 3)
+    assert outs == [7.0] and samples == [0.5, 0.5, 0.5] and facts["load_ms"] == 1.0

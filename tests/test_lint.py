@@ -39,8 +39,25 @@ def test_only_settings_reads_bti_variables() -> None:
     """One settings object (harness/settings.py): no other module reads or writes a BTI_* variable."""
     import re
 
-    pattern = re.compile(r"""(?:environ|\benv)(\.get\(|\[|\.setdefault\(|\.pop\()\s*["']BTI_""")
+    pattern = re.compile(r"""(?:(?:environ|\benv)(?:\.get\(|\[|\.setdefault\(|\.pop\()|getenv\()\s*["']BTI_""")
     offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "harness").rglob("*.py"))
                  if p.name != "settings.py" and pattern.search(p.read_text(encoding="utf-8"))]
     assert not offenders, offenders
     assert pattern.search((ROOT / "harness" / "settings.py").read_text(encoding="utf-8"))  # the pattern does match
+
+
+def test_no_module_but_status_lists_statuses() -> None:
+    """Status groups and display maps live on Status and Group (harness/status.py): a tuple, set, list or dict of two
+    or more Status members anywhere else is a second place that decides what a status means."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        if path.name == "status.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            elts = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else node.keys if isinstance(node, ast.Dict) else []
+            members = [e for e in elts if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "Status"]
+            if len(members) >= 2:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found

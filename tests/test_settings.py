@@ -67,7 +67,7 @@ def test_every_status_has_one_display_group() -> None:
     assert groups[Status.XFAIL] is Group.XFAIL and groups[Status.BLOCKED] is Group.SKIPPED
     assert all(g is Group.FAILING for s, g in groups.items() if s.is_failure)
     assert all(s.group is Group.SKIPPED for s in Status if s.did_not_run)
-    assert Status.XPASS.group.symbol == "❌" and Status.BLOCKED.emoji == "⚪" and Status.PASS_UNDELEGATED.group.symbol == "🟡"
+    assert Status.XPASS.group.symbol == "❌" and Status.BLOCKED.group.symbol == "—" and Status.PASS_UNDELEGATED.group.symbol == "🟡"
     assert Status.FLAKY.group.css == "fail" and Status.UNAVAILABLE.group.css == "skip" and Status.XFAIL.group.outcome == "other"
 
 
@@ -83,5 +83,9 @@ def test_blocked_counts_as_not_run_in_every_report() -> None:
     summary.counts[Status.BLOCKED] += 1
     assert summary.ran == 0 and summary.failed == 0
     assert payload({"kind": "header"}, [rec], job_name="j", artifact_url=None)["test_counts"]["skipped"] == 1
+    from harness.report.markdown import recipe_table
+
+    row = next(line for line in recipe_table({"recipes": {"x": "h"}}, [rec]) if line.startswith("| `x`"))
+    assert row.split("|")[2:9] == [" 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 1 ", " — "], row  # the blocked column has it
     (case,) = [c for suite in build({"kind": "header", "recipes": {"x": "h"}}, [rec]) for c in suite]
     assert case.is_skipped and not case.is_passed

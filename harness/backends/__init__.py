@@ -157,9 +157,8 @@ def _import(target: str, what: str) -> Any:
         raise RecipeError(f"backend {what!r} cannot be loaded from {target}: {type(exc).__name__}: {exc}") from None
 
 
-#: what a backend object must have (the ``Backend`` Protocol); ``BaseBackend`` has all but lower and load
-REQUIRED = ("name", "stages", "needs_export", "runs_programs", "accuracy_rule", "parse_options", "unavailable_reason",
-            "warm", "quantize", "lower", "serialize", "load", "run", "execute", "bundle")
+#: what a backend object must have: every member of the ``Backend`` Protocol (``BaseBackend`` has all but lower and load)
+REQUIRED = tuple(sorted({*Backend.__annotations__, *(k for k, v in vars(Backend).items() if callable(v) and not k.startswith("_"))}))
 
 
 @cache

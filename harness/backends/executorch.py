@@ -143,15 +143,26 @@ class ExecuTorchBackend(BaseBackend):
     stages = frozenset({Stage.QUANTIZE, Stage.SERIALIZE})
     runs_programs = True
     extra_keys: frozenset[str] = frozenset()  # recipe keys a subclass (a vendor's variant) adds
+    extra_partitioners: frozenset[str] = frozenset()  # partitioner names a subclass builds (its ``partitioner``)
+    extra_quantizers: frozenset[str] = frozenset()  # quantizer names a subclass builds (its ``quantizer``)
+
+    def partitioner(self, name: str, recipe: Recipe) -> Any:
+        """The partitioner a recipe's ``partitioners:`` entry names; a vendor subclass builds its own names here."""
+        return _partitioner(name, recipe)
+
+    def quantizer(self, cfg: Quantize) -> Any:
+        """The pt2e quantizer ``quantize.quantizer`` names; a vendor subclass builds its own names here."""
+        return _quantizer(cfg)
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> ExecuTorchOptions:
         check_keys(raw, {"partitioners", "quantize", "compile_specs", "edge_compile", *self.extra_keys}, where, self.name)
         parts = raw.get("partitioners") or []
         if not isinstance(parts, list):
             raise RecipeError(f"{where('partitioners')}: `partitioners` takes a list")
+        known = (*PARTITIONERS, *sorted(self.extra_partitioners))
         for p in parts:
-            if p not in PARTITIONERS:
-                raise RecipeError(f"{where('partitioners')}: unknown partitioner {p!r} (known: {', '.join(PARTITIONERS)})")
+            if p not in known:
+                raise RecipeError(f"{where('partitioners')}: unknown partitioner {p!r} (known: {', '.join(known)})")
         quant = None
         q = raw.get("quantize")
         if q:
@@ -159,8 +170,9 @@ class ExecuTorchBackend(BaseBackend):
                 raise RecipeError(f"{where('quantize')}: `quantize` takes a mapping")
             check_keys(q, {"quantizer", "per_channel", "dynamic", "fold_quantize"}, lambda _k=None: where("quantize"),
                        f"{self.name} (quantize)")
-            if q.get("quantizer", "xnnpack") not in QUANTIZERS:
-                raise RecipeError(f"{where('quantize')}: unknown quantizer {q.get('quantizer')!r} (known: {', '.join(QUANTIZERS)})")
+            quantizers = (*QUANTIZERS, *sorted(self.extra_quantizers))
+            if q.get("quantizer", "xnnpack") not in quantizers:
+                raise RecipeError(f"{where('quantize')}: unknown quantizer {q.get('quantizer')!r} (known: {', '.join(quantizers)})")
             for flag in ("per_channel", "dynamic", "fold_quantize"):
                 if flag in q and not isinstance(q[flag], bool):
                     raise RecipeError(f"{where('quantize')}: quantize.{flag} takes true or false, not {q[flag]!r}")
@@ -215,7 +227,7 @@ class ExecuTorchBackend(BaseBackend):
 
         load_quantized_kernels()
 
-        prepared = prepare_pt2e(ep.module(), _quantizer(cfg))
+        prepared = prepare_pt2e(ep.module(), self.quantizer(cfg))
         with torch.no_grad():
             for inputs in _calibration_sets(built):
                 prepared(*inputs)
@@ -226,7 +238,7 @@ class ExecuTorchBackend(BaseBackend):
         from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
         opts = _options(recipe)
-        parts = [_partitioner(p, recipe) for p in opts.partitioners]
+        parts = [self.partitioner(p, recipe) for p in opts.partitioners]
         config = EdgeCompileConfig(_check_ir_validity=opts.check_ir_validity)
         with lazy_recompile():
             edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)

@@ -23,7 +23,7 @@ def publish() -> None:
 _gh_opts = [
     click.option("--repo", required=True, help="owner/name to publish to."),
     click.option("--token-env", default="GITHUB_TOKEN", show_default=True, help="Environment variable holding the token."),
-    click.option("--api-url", envvar="GITHUB_API_URL", help="API base URL (default: $GITHUB_API_URL or api.github.com)."),
+    click.option("--api-url", help="API base URL (default: the settings' github_api_url: $GITHUB_API_URL or api.github.com)."),
 ]
 
 
@@ -139,7 +139,7 @@ def publish_check(results: Path, sha: str, name: str, details_url: str | None, r
 @click.option("--branch", help="Also commit badge.svg/badge.json to this existing branch of --repo.")
 @click.option("--repo", help="owner/name (with --branch).")
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True)
-@click.option("--api-url", envvar="GITHUB_API_URL")
+@click.option("--api-url", help="API base URL (default: $GITHUB_API_URL or api.github.com).")
 def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | None, token_env: str, api_url: str | None) -> None:
     """Write badge SVG + shields.io endpoint JSON; optionally commit them to a branch."""
     from harness.report import badge
@@ -167,7 +167,7 @@ def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | 
 @click.option("--suites", default="")
 @click.option("--recipes", default="")
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True)
-@click.option("--api-url", envvar="GITHUB_API_URL")
+@click.option("--api-url", help="API base URL (default: $GITHUB_API_URL or api.github.com).")
 def dispatch(targets: tuple[str, ...], event_type: str, src_repo: str, sha: str, pr: int | None, ref: str, suites: str,
              recipes: str, token_env: str, api_url: str | None) -> None:
     """Send a repository_dispatch (compact payload) to each vendor repo."""

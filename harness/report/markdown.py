@@ -30,11 +30,11 @@ def header_lines(header: dict[str, Any]) -> list[str]:
 
 
 def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
-    lines = ["| recipe | pass | fail | xfail | skip | unavailable | pass rate |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| recipe | pass | fail | xfail | skip | unavailable | blocked | pass rate |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in by_recipe(header, records).items():
         rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
-        lines.append(f"| {safe.code(name)} | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {s.counts[Status.SKIP]} | "
-                     f"{s.counts[Status.UNAVAILABLE]} | {rate} |")
+        not_run = " | ".join(str(s.counts[st]) for st in Status if st.did_not_run)  # skip, unavailable, blocked
+        lines.append(f"| {safe.code(name)} | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {not_run} | {rate} |")
     unavailable = [(n, s.unavailable) for n, s in by_recipe(header, records).items() if s.unavailable]
     for name, why in unavailable:
         lines.append(f"\n> {safe.code(name)} is unavailable here: {_esc(why or '')}")

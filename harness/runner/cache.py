@@ -21,8 +21,6 @@ from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
 from harness.status import Status
 
-_UNCACHED = {Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY}
-
 
 def default_dir() -> Path:
     """The cache directory of the settings (``--cache-dir`` > ``$BTI_CACHE_DIR`` > ``.bti-cache``), absolute."""
@@ -66,7 +64,7 @@ class ResultCache:
         return rec if rec.get("id") == item.id else None  # type: ignore[return-value]
 
     def put(self, recipe: Recipe, record: Record) -> None:
-        if Status(record["status"]) in _UNCACHED or "spec_hash" not in record:
+        if not Status(record["status"]).is_verdict or "spec_hash" not in record:
             return
         key = self.key(record["spec_hash"], record["id"], recipe, record["seed"])
         atomic_write_text(self._path(key), dumps(record))

@@ -369,8 +369,7 @@ def _rerun(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, records: l
         if rec["id"] in items:
             history.setdefault(rec["id"], []).append(rec)
     for attempt in range(2, opts.rerun_failures + 2):
-        failing = [i for i, recs in history.items() if Status(recs[-1]["status"]).is_failure
-                   and Status(recs[-1]["status"]) not in (Status.ERROR, Status.FLAKY)]
+        failing = [i for i, recs in history.items() if Status(recs[-1]["status"]).reruns]
         if not failing:
             break
         groups = groups_of([items[i] for i in failing])

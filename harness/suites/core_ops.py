@@ -20,10 +20,6 @@ def unary(**xdefaults: Any) -> Any:
     return lambda shape, a: ([x_node(shape, a, **xdefaults)], {})
 
 
-def unary_args(*lits: Any, **xdefaults: Any) -> Any:
-    return lambda shape, a: ([x_node(shape, a, **xdefaults), *lits], {})
-
-
 def y_node(shape: Shape, kind: str, **node: Any) -> dict[str, Any]:
     if kind == "same":
         return T(shape, **node)

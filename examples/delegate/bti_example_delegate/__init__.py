@@ -1,9 +1,12 @@
 """An out-of-tree ExecuTorch delegate for bti, as a vendor ships one (the vendor guide, docs/backends.md, walks
-through it). XNNPACK stands in for the vendor's own partitioner and compiler, so the example runs anywhere; a real
-delegate names its partitioner where this one inherits XNNPACK's.
+through it). Its partitioner, ``example-npu``, is XNNPACK's standing in for the vendor's own, so the example runs
+anywhere; a real delegate returns its own partitioner (and quantizer) from the same methods.
 
 It shows each part of the contract a vendor needs:
 
+* a partitioner of its own, named in recipes (``partitioners: [example-npu]``): declared in
+  ``extra_partitioners`` and built by ``partitioner()`` (``extra_quantizers`` and ``quantizer()`` do the same for
+  ``quantize: {quantizer: ...}``);
 * a recipe key of its own (``vendor``), declared in ``extra_keys``: ExecuTorch's parser checks its own keys and
   passes this one through in ``recipe.options.extra["vendor"]``;
 * its values checked once, in the parent, with the recipe's file and line (``RecipeError``);
@@ -25,6 +28,14 @@ from harness.errors import RecipeError
 class ExampleDelegate(ExecuTorchBackend):
     name = "example-delegate"
     extra_keys = frozenset({"vendor"})  # ExecuTorch's keys (partitioners, quantize, ...) plus this one
+    extra_partitioners = frozenset({"example-npu"})  # beside ExecuTorch's own (xnnpack, coreml, ...)
+
+    def partitioner(self, name: str, recipe: Any) -> Any:
+        if name == "example-npu":
+            from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+            return XnnpackPartitioner()  # stands in for the vendor's partitioner (and its compiler, in preprocess)
+        return super().partitioner(name, recipe)
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> ExecuTorchOptions:
         opts = super().parse_options(raw, where)  # ExecuTorch's keys checked; ours arrive in opts.extra
@@ -40,8 +51,7 @@ class ExampleDelegate(ExecuTorchBackend):
     def lower(self, recipe: Any, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
         lowered, stats = super().lower(recipe, ep, built)  # stats: delegated/undelegated ops, edge op name -> count
         limit = (recipe.options.extra.get("vendor") or {}).get("max_partitions", 0)
-        graph = lowered.exported_program().graph_module.graph
-        partitions = sum(1 for n in graph.nodes if n.op == "call_function" and "executorch_call_delegate" in str(n.target))
+        partitions = stats["delegated_subgraphs"]
         if limit and partitions > limit:
             raise RuntimeError(f"{partitions} delegated partitions: this NPU loads at most {limit} per program")
         return lowered, stats
