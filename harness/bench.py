@@ -14,6 +14,7 @@ crashes the process on garbage).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -34,9 +35,11 @@ from harness.providers import SCALAR_TYPES as _SCALAR_TYPES
 @contextlib.contextmanager
 def _runtime_log(into: list[str]) -> Iterator[None]:
     """Hold back what the C++ runtime writes to stderr (CPU probing, load diagnostics) so an error stays
-    one line; the lines are appended to ``into`` for the error message."""
+    one line; the lines are appended to ``into`` for the error message. Both ways it writes are held: to file
+    descriptor 2, and through ``sys.stderr`` (the pybindings redirect C++ streams there, which need not be fd 2)."""
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
+    text = io.StringIO()
+    with tempfile.TemporaryFile() as tmp, contextlib.redirect_stderr(text):
         os.dup2(tmp.fileno(), 2)
         try:
             yield
@@ -44,7 +47,8 @@ def _runtime_log(into: list[str]) -> Iterator[None]:
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
-            into.extend(x for x in tmp.read().decode(errors="replace").splitlines() if x.strip())
+            lines = tmp.read().decode(errors="replace").splitlines() + text.getvalue().splitlines()
+            into.extend(x for x in lines if x.strip())
 
 
 def _why(exc: BaseException, log: list[str]) -> str:
@@ -300,7 +304,8 @@ class _Runner:
             if self.method != "forward":
                 raise UserError(f"--runtime {self.spec.kind}: runners run `forward` only, not {self.method!r}")
             return
-        PybindProvider.set_threads(self.threads)
+        with _runtime_log([]):  # the thread pool's CPU probing, printed once per process, is not an error's business
+            PybindProvider.set_threads(self.threads)
         for sub in subjects:
             rss_start = rss_mb()
             sub.program, sub.method, sub.load_ms = _load(sub.program_bytes, sub.path, self.method)
