@@ -114,9 +114,12 @@ class Incomplete:
 
 
 @pytest.mark.slow
-def test_the_delegates_device_constraint_fails_lowering_with_its_message(tmp_path: Path) -> None:
+def test_the_delegates_device_constraint_fails_lowering_with_its_message(installed: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Linear → cumsum (which XNNPACK does not take) → Linear is two delegated partitions; the example NPU takes one."""
     import torch
+
+    monkeypatch.syspath_prepend(str(installed))  # the package pip installed
     from bti_example_delegate import ExampleDelegate
 
     path = tmp_path / "one.yaml"
