@@ -15,6 +15,12 @@ from harness.report.runs import load_runs
 
 INJECTED = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
 MACHINE_A, MACHINE_B = "Vendor NPU host", "Other host"
+S141, S150 = "torch 2.13.0 · executorch 1.4.1", "torch 2.13.0 · executorch 1.5.0"
+
+
+def _key(recipe: str, machine: str = MACHINE_A, stack: str = S141) -> str:
+    """A column: one recipe on one machine with one software stack."""
+    return f"{recipe} @ {machine} · {stack}"
 
 
 def _header(run_id: str, day: int, executorch: str = "1.4.1", cpu: str = MACHINE_A, shard: str | None = None,
@@ -56,13 +62,15 @@ def _day(day: int, add_status: str, conv_status: str, flip: str = "PASS", execut
 def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("runs")
     # day 10: all pass; day 11 (two shards of one CI run): conv breaks, flip fails; day 14: conv still broken, flip
-    # passes again at the same versions (flaky); a newer executorch on day 15 (a failing add: a regression)
+    # passes again at the same versions (flaky); day 15: add fails too (a regression). A newer executorch on day 16,
+    # where everything passes: columns of its own, never mixed into the 1.4.1 columns' cells or history
     _write(d / "d10.jsonl", _header("r10", 10), _day(10, "PASS", "PASS"))
     recs11 = _day(11, "PASS", "FAIL_LOWER", flip="FAIL_MISMATCH")
     _write(d / "d11" / "shard1.jsonl", _header("r11a", 11, shard="1/2"), recs11[:3])
     _write(d / "d11" / "shard2.jsonl", _header("r11b", 11, shard="2/2"), recs11[3:])
     _write(d / "d14.jsonl", _header("r14", 14), _day(14, "PASS", "FAIL_LOWER"))
-    _write(d / "d15.jsonl", _header("r15", 15, executorch="1.5.0"), _day(15, "FAIL_MISMATCH", "FAIL_LOWER"))
+    _write(d / "d15.jsonl", _header("r15", 15), _day(15, "FAIL_MISMATCH", "FAIL_LOWER"))
+    _write(d / "d16.jsonl", _header("r16", 16, executorch="1.5.0"), _day(16, "PASS", "PASS"))
     # another machine: its own columns, never mixed with the first machine's history
     _write(d / "other.jsonl", _header("o15", 15, cpu=MACHINE_B, recipes=("xnnpack",)), [_rec("op.add.a", "xnnpack", "XFAIL")])
     return d
@@ -85,15 +93,18 @@ def _json_in(page: Path) -> dict:
 
 def test_runs_shards_machines_and_history(runs_dir: Path) -> None:
     runs = load_runs([runs_dir])
-    assert [r.run_id for r in runs] == ["r10", "r11a", "r14", "o15", "r15"] or [r.run_id for r in runs] == ["r10", "r11a", "r14", "r15", "o15"]
+    assert [r.run_id for r in runs][:3] == ["r10", "r11a", "r14"] and {r.run_id for r in runs[3:5]} == {"o15", "r15"}
+    assert runs[-1].run_id == "r16"
     day11 = next(r for r in runs if r.run_id == "r11a")
     assert len(day11.records) == 6 and len(day11.sources) == 2  # the two shards are one run
     from harness.report import history
     from harness.report.runs import columns
 
     cols = columns(runs)
-    assert sorted(c.key for c in cols) == [f"portable @ {MACHINE_A}", f"xnnpack @ {MACHINE_B}", f"xnnpack @ {MACHINE_A}"]
-    xnn = next(c for c in cols if c.key == f"xnnpack @ {MACHINE_A}")
+    assert sorted(c.key for c in cols) == [_key("portable"), _key("portable", stack=S150), _key("xnnpack", MACHINE_B),
+                                           _key("xnnpack"), _key("xnnpack", stack=S150)]
+    assert [r.run_id for r, _ in cols[next(c for c in cols if c.key == _key("xnnpack", stack=S150))]] == ["r16"]
+    xnn = next(c for c in cols if c.key == _key("xnnpack"))
     h = history.column_history(xnn, cols[xnn], max(r.created for r in runs))
     assert [round(p.rate) for p in h.points] == [100, 50, 75, 50]
     broke, fixed = [c[2] for c in h.changes], [c[3] for c in h.changes]
@@ -101,9 +112,9 @@ def test_runs_shards_machines_and_history(runs_dir: Path) -> None:
     assert fixed == [[], ["op.flip.c[float32,static]"], []]
     conv = h.ages["op.conv.b[float32,static]"]
     assert conv.since.run_id == "r11a" and conv.streak == 3 and conv.overdue and conv.last_pass.run_id == "r10"
-    assert "failing for 4 days (3 runs), since executorch 1.4.1" in conv.describe()
+    assert "failing for 5 days (3 runs), since executorch 1.4.1" in conv.describe()  # to the newest input (day 16)
     add = h.ages["op.add.a[float32,static]"]
-    assert not add.overdue and "since executorch 1.5.0" in add.describe()
+    assert not add.overdue and add.since.run_id == "r15"  # r16 (executorch 1.5.0, add passes) is another column
     # r10, r11, r14: same versions; conv broke once and stayed broken (not a flip back)
     assert h.flaky == {"op.flip.c[float32,static]": ["FAIL_MISMATCH", "PASS"]}
 
@@ -111,12 +122,17 @@ def test_runs_shards_machines_and_history(runs_dir: Path) -> None:
 def test_portal_pages_counts_and_escaping(site: Path, runs_dir: Path) -> None:
     index = (site / "index.html").read_text()
     data = _json_in(site / "index.html")
-    assert data["columns"] == [f"portable @ {MACHINE_A}", f"xnnpack @ {MACHINE_B}", f"xnnpack @ {MACHINE_A}"]
+    assert data["columns"] == [_key("portable"), _key("portable", stack=S150), _key("xnnpack", MACHINE_B), _key("xnnpack"),
+                               _key("xnnpack", stack=S150)]
+    # a cell is its column's record: the 1.4.1 column keeps add's failure; 1.5.0's pass is in its own column
+    add = next(r for r in data["rows"] if r[0] == "op.add.a[float32,static]")[4]
+    assert add[3][0] == "FAIL_MISMATCH" and add[4][0] == "PASS"
+    assert "run r15" in add[3][4] and "executorch 1.4.1" in add[3][4] and "stale" not in add[3][3]
     # the cards' counts are the newest run's JSONL counts per column
     newest = [json.loads(x) for x in (runs_dir / "d15.jsonl").read_text().splitlines()[1:]]
     want = Counter(r["recipe"] for r in newest)
     for recipe in ("portable", "xnnpack"):
-        m = re.search(rf'data-column="{recipe} @ {MACHINE_A}" data-total="(\d+)" data-passed="(\d+)" data-failing="(\d+)"', index)
+        m = re.search(rf'data-column="{_key(recipe)}" data-total="(\d+)" data-passed="(\d+)" data-failing="(\d+)"', index)
         assert m is not None
         recs = [r for r in newest if r["recipe"] == recipe]
         assert int(m.group(1)) == want[recipe] and int(m.group(3)) == sum(r["status"].startswith("FAIL") for r in recs)
@@ -129,11 +145,10 @@ def test_portal_pages_counts_and_escaping(site: Path, runs_dir: Path) -> None:
     for key in ("outcomes", "rate", "latency", "errors", "delegated"):
         assert re.search(rf'<figure id="plot-{key}"><svg', index), key  # each plot drawn inline, no data: none missing
     hist = json.loads((site / "history.json").read_text())
-    xnn = next(h for h in hist if h["column"] == f"xnnpack @ {MACHINE_A}")
+    xnn = next(h for h in hist if h["column"] == _key("xnnpack"))
     assert xnn["failing"]["op.conv.b[float32,static]"]["overdue"] is True and xnn["regressions"][-1]["broke"] == ["op.add.a[float32,static]"]
     assert list(xnn["flaky"]) == ["op.flip.c[float32,static]"]
-    item = next(p for p in (site / "items").iterdir() if "op.conv.b" in p.read_text() and "xnnpack" in _json_in(p)["column"]
-                and MACHINE_A in _json_in(p)["column"])
+    item = next(p for p in (site / "items").iterdir() if "op.conv.b" in p.read_text() and _json_in(p)["column"] == _key("xnnpack"))
     rec = next(v for v in _json_in(item)["items"].values() if v["row"] == "op.conv.b[float32,static]")
     assert rec["status"] == "FAIL_LOWER" and len(rec["rec"]["error"]["trace"]) <= 4001 and rec["rec"]["error"]["trace"].endswith("x")
     assert rec["command"] == "bti run -s ops -r xnnpack -k op.conv.b --dtype float32 --shape static"
@@ -144,7 +159,7 @@ def test_history_copies_rebuild_the_same_site(site: Path, tmp_path: Path) -> Non
     from harness.cli import main
 
     copies = sorted((site.parent / "history").iterdir())
-    assert len(copies) == 5 and all(p.name.endswith(".jsonl.gz") for p in copies)  # the two shards: one copy
+    assert len(copies) == 6 and all(p.name.endswith(".jsonl.gz") for p in copies)  # the two shards: one copy
     assert main(["portal", str(site.parent / "history"), "-o", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "matrix.json").read_text() == (site / "matrix.json").read_text()
     assert json.loads((tmp_path / "again" / "history.json").read_text()) == json.loads((site / "history.json").read_text())
@@ -212,7 +227,10 @@ def test_portal_in_a_browser(site: Path, tmp_path: Path) -> None:
         assert "status=failing" in browser.eval("location.hash")
         browser.goto(site.joinpath("index.html").as_uri() + "#q=mlp")
         assert browser.eval("document.getElementById('shown').textContent").startswith("1 of ")
-        browser.goto(site.joinpath("index.html").as_uri() + "#status=failing&recipe=2")
+        browser.goto(site.joinpath("index.html").as_uri() + "#status=failing&recipe=3")
+        # every cell says where it came from (its tooltip: run, date, software)
+        tip = browser.eval("document.querySelector(\"#matrix tbody tr[data-row='op.conv.b[float32,static]'] td.s\").title")
+        assert tip.startswith("FAIL_LOWER · run r15 · 2026-11-15") and tip.endswith("torch 2.13.0 · executorch 1.4.1"), tip
         # a real click on the conv cell opens its page, which shows the record
         browser.click("#matrix tbody tr[data-row='op.conv.b[float32,static]'] a")
         browser.wait_for("location.pathname.indexOf('/items/') >= 0 && !!document.getElementById('status')")
@@ -222,7 +240,7 @@ def test_portal_in_a_browser(site: Path, tmp_path: Path) -> None:
         assert browser.eval("document.title") != "pwned" and browser.eval("document.querySelectorAll('img').length") == 0
         browser.screenshot(tmp_path / "item.png")
         browser.goto(site.joinpath("history.html").as_uri())
-        assert "failing for 4 days" in browser.eval("document.body.textContent")
+        assert "failing for 5 days" in browser.eval("document.body.textContent")
     finally:
         browser.close()
     assert not browser.exceptions, browser.exceptions
@@ -241,6 +259,16 @@ def test_runs_of_other_suites_add_up_in_a_column(tmp_path: Path) -> None:
     assert sorted(r[0] for r in data["rows"]) == ["model.mlp[float32,static]", "op.add.a[float32,static]"]
     hist = json.loads((tmp_path / "site" / "history.json").read_text())[0]
     assert hist["failing"]["op.add.a[float32,static]"]["overdue"] is True  # failing since day 10, newest input day 15
+    # the ops cell is stale: the column's newest run (mod1) did not include it; it says so, with its age
+    add = next(r for r in data["rows"] if r[0] == "op.add.a[float32,static]")[4][0]
+    mlp = next(r for r in data["rows"] if r[0] == "model.mlp[float32,static]")[4][0]
+    assert "stale" in add[3].split() and "run ops1" in add[4] and "stale: 5 days older than the column's newest run mod1" in add[4]
+    assert "stale" not in mlp[3].split() and "run mod1" in mlp[4]
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "· 1 stale</span>" in index
+    item = _json_in(next(p for p in (tmp_path / "site" / "items").iterdir() if "op.add.a" in p.read_text()))
+    (entry,) = [v for v in item["items"].values() if v["row"] == "op.add.a[float32,static]"]
+    assert entry["stale"] == "5 days older than the column's newest run mod1"
 
 
 def test_hostile_headers_and_records_do_not_break_the_build(tmp_path: Path) -> None:

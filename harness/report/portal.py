@@ -177,26 +177,32 @@ class _Matrix:
 
     def add_column(self, ci: int, col: Column) -> None:
         h = self.histories[col]
+        run = self.cols[col][-1][0]  # the column's newest run
         counts: Counter[str] = Counter()
-        for row, (_, rec) in self.newest[col].items():
+        stale = 0
+        for row, (cell_run, rec) in self.newest[col].items():
             st = status_of(rec)
             counts[st.value] += 1
             meta = self.rows.setdefault(row, {"suite": str(rec.get("suite") or ""), "op": str(rec.get("op") or ""),
                                               "model": "" if rec.get("op") else str(rec.get("case") or row.split("[")[0])})
             flags = (["overdue"] if row in h.ages and h.ages[row].overdue else []) + (["flaky"] if row in h.flaky or st is Status.FLAKY else [])
-            self.cells[row][ci] = [st.value, st.group.value, self.links[(col, row)], " ".join(flags)]
+            where = f"{st.value} · run {cell_run.run_id} · {cell_run.created.strftime('%Y-%m-%d %H:%M UTC')} · {col.stack or cell_run.under_test}"
+            if cell_run is not run:  # an older run of this column holds the row: a newer run did not include it
+                flags.append("stale")
+                stale += 1
+                where += f" · stale: {hist.human(run.created - cell_run.created)} older than the column's newest run {run.run_id}"
+            self.cells[row][ci] = [st.value, st.group.value, self.links[(col, row)], " ".join(flags), where]
             self._figures(col, row, rec, bool(meta["model"]))
-        run = self.cols[col][-1][0]  # the column's newest run
         i = self.info.get(col.recipe, {})
         self.col_meta.append({
-            "key": col.key, "recipe": col.recipe, "machine": col.machine, "run": run.run_id,
+            "key": col.key, "recipe": col.recipe, "machine": col.machine, "stack": col.stack, "run": run.run_id,
             "created": run.created.strftime("%Y-%m-%d %H:%M UTC"), "under_test": run.under_test,
             "setup": http_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
             "description": str(i.get("description") or ""), "runs": len(self.cols[col]),
             "counts": dict(sorted(counts.items())), "groups": dict(Counter(Status(s).group.value for s in counts.elements())),
             "passed": sum(n for s, n in counts.items() if Status(s).is_pass),
             "failing": sum(n for s, n in counts.items() if Status(s).is_failure),
-            "total": sum(counts.values()), "overdue": len(h.overdue)})
+            "total": sum(counts.values()), "overdue": len(h.overdue), "stale": stale})
 
     def _figures(self, col: Column, row: str, rec: Record, model: bool) -> None:
         worst = _worst_abs(rec)
@@ -275,6 +281,7 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
     """One item page's data: its items' records (the fields the portal shows, the trace cut to its tail)
     with their reproduce command, failure age and status in each run of the column."""
     runs = [[r.run_id, r.created.strftime("%Y-%m-%d %H:%M"), r.under_test] for r, _ in history]
+    newest = history[-1][0]
     out: dict[str, Any] = {}
     for row, run, rec in items:
         st = status_of(rec)
@@ -284,6 +291,7 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
         out[item_key(col, row)] = {
             "row": row, "status": st.value, "group": st.group.value, "rec": slim, "command": reproduce(run, rec), "install": install_line(run),
             "run": run.run_id, "under_test": run.under_test, "when": run.created.strftime("%Y-%m-%d %H:%M"),
+            "stale": "" if run is newest else f"{hist.human(newest.created - run.created)} older than the column's newest run {newest.run_id}",
             "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
             "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],
         }

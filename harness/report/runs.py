@@ -69,15 +69,18 @@ class Run:
 
 @dataclass(frozen=True)
 class Column:
-    """One recipe on one machine (device): a column of the matrix."""
+    """One recipe on one machine (device) with one software stack: a column of the matrix. Runs of another torch,
+    executorch, torchao, backend package or upstream commit make another column, never a merge."""
 
     recipe: str
     machine: str
     device: str = ""  # the recipe's accelerator, when its records name one
+    stack: str = ""  # the software under test (``stack_of``)
 
     @property
     def key(self) -> str:
-        return f"{self.recipe} @ {self.device or self.machine}"
+        where = f"{self.recipe} @ {self.device or self.machine}"
+        return f"{where} · {self.stack}" if self.stack else where
 
 
 def parse_time(value: Any) -> datetime:
@@ -170,8 +173,29 @@ def load_runs(paths: list[Path]) -> list[Run]:
     return runs
 
 
+# the packages of a backend's own that can change its verdicts, beside torch, executorch and torchao
+BACKEND_PACKAGES = {"executorch": ("openvino", "nncf", "coremltools"), "onnxruntime": ("onnxruntime", "onnxscript")}
+
+
+def stack_of(run: Run, recipe: str) -> str:
+    """``torch 2.14.1 · executorch 1.5.1 · torchao 0.18.0`` (+ the recipe's backend packages, + an upstream commit)."""
+    v = run.header.get("versions") or {}
+    raw = run.header.get("packages")
+    packages: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    info = (run.header.get("recipe_info") or {}).get(recipe)
+    backend = str(info.get("backend") or "") if isinstance(info, dict) else ""
+    parts = [f"{name} {v[name]}" for name in ("torch", "executorch", "torchao") if v.get(name) and v[name] != "not installed"]
+    parts += [f"{name} {packages[name]}" for name in BACKEND_PACKAGES.get(backend, ())
+              if packages.get(name) and packages[name] != "not installed"]
+    up = run.header.get("upstream") or {}
+    if up.get("sha"):
+        parts.append(f"{str(up.get('repo') or 'upstream').rsplit('/', 1)[-1]}@{str(up['sha'])[:12]}")
+    return " · ".join(map(str, parts))
+
+
 def column_of(run: Run, rec: Record) -> Column:
-    return Column(str(rec.get("recipe", "?")), run.machine, str(rec.get("device") or ""))
+    recipe = str(rec.get("recipe", "?"))
+    return Column(recipe, run.machine, str(rec.get("device") or ""), stack_of(run, recipe))
 
 
 def columns(runs: list[Run]) -> dict[Column, list[tuple[Run, dict[str, Record]]]]:

@@ -50,6 +50,7 @@
       ['triage', rec.triage ? rec.triage + ' (the first suspect)' : ''],
       ['detail', rec.detail],
       ['xfail', xf.reason],
+      ['stale', it.stale ? 'this record is ' + it.stale + ' (which did not include the item)' : '', it.stale ? 'stale' : ''],
       ['failing', it.age ? it.age + (it.overdue ? ' — past the 72-hour rule' : '') : '', it.overdue ? 'overdue' : ''],
       ['flaky', it.flaky ? 'flipped between ' + it.flaky.join(' / ') + ' at the same versions' : ''],
       ['suite · op', [rec.suite, rec.op].filter(Boolean).join(' · ')],

@@ -26,7 +26,7 @@
   function cellOk(c, want) {
     if (!c) { return false; }
     if (want === 'all') { return true; }
-    if (want === 'flaky' || want === 'overdue') { return (' ' + c[3] + ' ').indexOf(' ' + want + ' ') >= 0; }
+    if (want === 'flaky' || want === 'overdue' || want === 'stale') { return (' ' + c[3] + ' ').indexOf(' ' + want + ' ') >= 0; }
     return c[1] === want;
   }
   function filter() {
@@ -56,6 +56,7 @@
         cell.className = 's ' + (c ? c[1] + ' ' + c[3] : 'none');
         if (c) {
           var a = document.createElement('a'); a.href = c[2]; a.textContent = c[0]; cell.appendChild(a);
+          cell.title = c[4];
         }
         tr.appendChild(cell);
       });
