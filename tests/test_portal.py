@@ -316,3 +316,37 @@ def test_a_flip_across_a_recipe_or_spec_change_is_not_flaky(tmp_path: Path) -> N
     for day, status in zip((10, 11, 12), ("PASS", "FAIL_MISMATCH", "PASS"), strict=True):
         run(d, day, status, ["h"], {"s": [1]})  # type: ignore[arg-type]
     assert flaky(d) == {"op.flip.c[float32,static]": ["FAIL_MISMATCH", "PASS"]}
+
+
+def test_two_runs_sharing_a_run_id_are_both_kept(tmp_path: Path) -> None:
+    """Runs are told apart by what they are (id, date, machine, what they recorded), not by the run id alone: a copied
+    or colliding run id does not hide a run; a history copy of the same run is still one run."""
+    _write(tmp_path / "a.jsonl", _header("same", 10), [_rec("op.add.a", "xnnpack", "PASS")])
+    _write(tmp_path / "b.jsonl", _header("same", 12), [_rec("op.add.a", "xnnpack", "FAIL_RUN")])
+    _write(tmp_path / "a-copy.jsonl", _header("same", 10), [_rec("op.add.a", "xnnpack", "PASS")])
+    runs = load_runs([tmp_path])
+    assert [(r.run_id, r.created.day, [x["status"] for x in r.records]) for r in runs] == [("same", 10, ["PASS"]),
+                                                                                         ("same", 12, ["FAIL_RUN"])]
+
+
+def test_item_links_depend_on_their_column_and_row_only(runs_dir: Path, tmp_path: Path) -> None:
+    """Adding a run of another machine (a new column, new rows) does not move any existing item's page."""
+    import shutil
+
+    from harness.cli import main
+
+    assert main(["portal", str(runs_dir), "-o", str(tmp_path / "one")]) == 0
+    more = tmp_path / "more"
+    shutil.copytree(runs_dir, more)
+    _write(more / "extra.jsonl", _header("x1", 16, cpu="A third host"), [_rec("op.aaa.first", "portable", "PASS")])
+    assert main(["portal", str(more), "-o", str(tmp_path / "two")]) == 0
+
+    def links(site: Path) -> dict[str, str]:
+        data = _json_in(site / "index.html")
+        return {f"{col} {r[0]}": c[2] for r in data["rows"] for col, c in zip(data["columns"], r[4], strict=True) if c}
+
+    one, two = links(tmp_path / "one"), links(tmp_path / "two")
+    assert one and all(two[k] == v for k, v in one.items()) and len(two) == len(one) + 1
+    for link in one.values():  # and each link opens a page holding that item
+        page, key = link.split("#")
+        assert key in _json_in(tmp_path / "one" / page)["items"]

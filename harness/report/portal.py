@@ -40,7 +40,9 @@ STATUS_GROUPS = tuple(g.value for g in Group)
 T = TypeVar("T")
 
 
-CHUNK = 200  # items per item page file (each drawn from the JSON in its page, chosen by the URL fragment)
+# item pages: a column's items go to 256 files by their key's first byte (each page draws the item the URL fragment
+# names from the JSON in it), so an item's link depends on its column and row only, never on what else is in the site
+BUCKET_HEX = 2
 
 
 def item_key(column: Column, row: str) -> str:
@@ -169,11 +171,13 @@ class _Matrix:
         self.chunks: dict[str, tuple[Column, list[tuple[str, Run, Record]]]] = {}
         self.newest = {col: hist.latest(rs) for col, rs in cols.items()}
         self.nitems = sum(len(n) for n in self.newest.values())
-        for ci, col in enumerate(cols):
-            for pos, row in enumerate(sorted(self.newest[col])):
-                name = f"c{ci}-{pos // CHUNK}.html"
+        for col in cols:
+            prefix = hashlib.sha1(col.key.encode("utf-8", "replace")).hexdigest()[:12]
+            for row in sorted(self.newest[col]):
+                key = item_key(col, row)
+                name = f"{prefix}-{key[:BUCKET_HEX]}.html"
                 self.chunks.setdefault(name, (col, []))[1].append((row, *self.newest[col][row]))
-                self.links[(col, row)] = f"items/{name}#{item_key(col, row)}"
+                self.links[(col, row)] = f"items/{name}#{key}"
 
     def add_column(self, ci: int, col: Column) -> None:
         h = self.histories[col]

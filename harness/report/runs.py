@@ -12,6 +12,7 @@ directories, searched recursively for both.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 from collections import defaultdict
@@ -142,9 +143,9 @@ def load_runs(paths: list[Path]) -> list[Run]:
               for m in (h.get("merged_from") or []) if isinstance(m, dict)}
     for path, header, records in loaded:
         rid = str(header.get("run_id"))
-        if rid in seen or (header.get("shard") and rid in merged):
+        if _fingerprint(header, records) in seen or (header.get("shard") and rid in merged):
             continue
-        seen.add(rid)
+        seen.add(_fingerprint(header, records))
         shard = header.get("shard")
         if shard:
             sig = _signature(header)
@@ -191,6 +192,15 @@ def stack_of(run: Run, recipe: str) -> str:
     if up.get("sha"):
         parts.append(f"{str(up.get('repo') or 'upstream').rsplit('/', 1)[-1]}@{str(up['sha'])[:12]}")
     return " · ".join(map(str, parts))
+
+
+def _fingerprint(header: Header, records: list[Record]) -> str:
+    """One run's identity: its run id, date and machine, and what it recorded (item ids and statuses). A history copy
+    of a run has the same; another run that happens to carry the same run id (copied, forged or colliding) does not."""
+    v = header.get("versions") if isinstance(header.get("versions"), dict) else {}
+    items = sorted((str(r.get("id")), str(r.get("status"))) for r in latest_by_id(records).values())
+    body = json.dumps([str(header.get("run_id")), str(header.get("created")), str((v or {}).get("cpu")), items])
+    return hashlib.sha1(body.encode("utf-8", "replace")).hexdigest()
 
 
 def column_of(run: Run, rec: Record) -> Column:
