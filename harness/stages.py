@@ -358,7 +358,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
                 bundle_dir: str | None, keep: list[Any], refs: Baseline | None) -> None:
     meter = PeakMeter()
     memory: dict[str, float] = {}
-    deterministic: bool | None = None  # model cases run in process: did a second run give the same outputs
+    deterministic: bool | None = None  # model cases: did a second run give the same outputs
     start = meter.start()
     try:
         ep = group.ep
@@ -381,7 +381,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
         facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
         outs, samples, provider_facts = _run(backend, handle, recipe, group, stage, stats)
-        if is_model_kind(item.case.kind) and not backend.runs_programs:
+        if is_model_kind(item.case.kind):  # wherever the program runs: in process, or through a runtime provider
             deterministic = _runs_twice_identically(backend, handle, group, outs)
         if "load_ms" in provider_facts:  # loaded where the provider runs: its own load time
             facts["load_ms"] = provider_facts["load_ms"]
@@ -436,7 +436,7 @@ def _runs_twice_identically(backend: Backend, handle: Any, group: Group, outs: l
     import torch
 
     try:
-        again = list(backend.run(handle, clone_inputs(group.built.run)))
+        again = list(backend.execute(handle, clone_inputs(group.built.run), 0, 1)[0])
     except Exception:
         return None
     if len(again) != len(outs):

@@ -319,3 +319,22 @@ def test_fetch_history_then_portal_keeps_history(fake: FakeGitHub, bti, tmp_path
     assert kept == ["20261120T031700Z-prev.jsonl.gz", "20261121T031700Z-today.jsonl.gz"]  # ... and keeps 90 days
     none = bti("fetch-history", "--repo", fake.repo, "--name", "bti-nothing", "--branch", "main", "-o", str(tmp_path / "h2"), env=env)
     assert none.code == 0 and none.out.strip() == "history: none (no unexpired bti-nothing artifact from a run on main)"
+
+
+def test_fetch_history_passes_over_an_unusable_artifact(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    """The newest history artifact holds only broken copies (truncated gzip, not a results file): the history is not
+    lost; the next older artifact's copies come back, and the output says which run's artifact was passed over."""
+    import gzip
+    import json
+
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    header = json.loads((GOLDEN / "results.jsonl").read_text().splitlines()[0])
+    good = gzip.compress((json.dumps({**header, "run_id": "good"}) + "\n").encode())
+    fake.add_artifact("bti-portal-history", "main", {"20261119T000000Z-good.jsonl.gz": good})
+    newest = fake.add_artifact("bti-portal-history", "main", {"20261120T000000Z-cut.jsonl.gz": good[: len(good) // 2],
+                                                              "20261120T000000Z-junk.jsonl.gz": gzip.compress(b"[1, 2]\n")})
+    res = bti("fetch-history", "--repo", fake.repo, "--name", "bti-portal-history", "--branch", "main", "-o", str(tmp_path / "h"), env=env)
+    assert res.code == 0, res.err
+    assert [p.name for p in (tmp_path / "h").iterdir()] == ["20261119T000000Z-good.jsonl.gz"]
+    assert res.out.strip() == (f"history: 1 run(s) in {tmp_path / 'h'} (passed over: run {newest + 1}'s artifact holds no usable "
+                               "history copy)")

@@ -350,3 +350,20 @@ def test_item_links_depend_on_their_column_and_row_only(runs_dir: Path, tmp_path
     for link in one.values():  # and each link opens a page holding that item
         page, key = link.split("#")
         assert key in _json_in(tmp_path / "one" / page)["items"]
+
+
+def test_a_regression_is_found_across_interleaved_suites(tmp_path: Path) -> None:
+    """ops on day 10 (add passes), models on day 11, ops on day 12 (add fails): a regression, though the run just before
+    day 12 never ran add; and models' runs in between do not fake a fix."""
+    from harness.report import history
+    from harness.report.runs import columns
+
+    _write(tmp_path / "a.jsonl", _header("o10", 10), [_rec("op.add.a", "xnnpack", "PASS")])
+    _write(tmp_path / "b.jsonl", _header("m11", 11), [_rec("model.mlp", "xnnpack", "PASS", op=None)])
+    _write(tmp_path / "c.jsonl", _header("o12", 12), [_rec("op.add.a", "xnnpack", "FAIL_RUN")])
+    _write(tmp_path / "d.jsonl", _header("m13", 13), [_rec("model.mlp", "xnnpack", "PASS", op=None)])
+    runs = load_runs([tmp_path])
+    (col, col_runs), = columns(runs).items()
+    h = history.column_history(col, col_runs, max(r.created for r in runs))
+    assert [(a.run_id, b.run_id, broke, fixed) for a, b, broke, fixed in h.changes] == [
+        ("o10", "m11", [], []), ("m11", "o12", ["op.add.a[float32,static]"], []), ("o12", "m13", [], [])]

@@ -37,8 +37,8 @@ composes them and never asks which backend it is:
 * ``accuracy_rule`` — ``"dynamo"`` to judge whole models by dynamo's benchmark rule unless a recipe says
   otherwise (the eager-device and ``torch.compile`` backends); None for allclose.
 
-A model item that runs in process (``runs_programs`` False) is run once more on the backend and compared bit
-for bit (``accuracy.deterministic``).
+A model item is run once more through ``execute`` (no warm-up, one run) and compared bit for bit
+(``accuracy.deterministic``), wherever its program runs.
 
 ``BaseBackend`` gives the optional parts defaults. Third-party backends register with an entry point
 in the ``bti.backends`` group, pointing at a class with that interface, or a recipe names

@@ -233,7 +233,7 @@ def fetch_base(name: str, branch: str, out_dir: Path, github_output: Path | None
 def fetch_history(name: str, branch: str, out_dir: Path, repo: str, token_env: str, api_url: str | None) -> None:
     """Download the portal's history (the previous run's `bti portal --keep-history` copies). None yet is not an error."""
     files, reason = _publisher(repo, token_env, api_url).history_files(name, branch, out_dir)
-    click.echo(f"history: {len(files)} run(s) in {out_dir}" if files else f"history: none ({reason})")
+    click.echo((f"history: {len(files)} run(s) in {out_dir}" + (f" ({reason})" if reason else "")) if files else f"history: none ({reason})")
 
 
 @cli.group("relay")

@@ -9,6 +9,7 @@ import io
 import itertools
 import uuid
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,15 +192,20 @@ class Publisher:
         return str(commit.sha)
 
     # ------------------------------------------------------------------ base results
-    def _newest_artifact(self, name: str, branch: str, max_bytes: int) -> tuple[bytes | None, str, Any]:
-        """The zip of the newest unexpired artifact ``name`` from a run on ``branch`` of this repository:
-        (data, "", run) or (None, why there is none, None)."""
+    def _artifacts(self, name: str, branch: str) -> Iterator[tuple[Any, Any]]:
+        """(artifact, run) for the unexpired artifacts ``name`` from runs on ``branch`` of this repository, newest
+        first: a fork's branch of the same name is not the base."""
         repo = self.repo
         for art in call(f"list artifacts named {name}", lambda: list(itertools.islice(repo.get_artifacts(name=name), 500))):
             run = art.workflow_run
-            # a run on that branch of this repository: a fork's branch of the same name is not the base
             if art.expired or run is None or run.head_branch != branch or run.head_repository_id != run.repository_id:
                 continue
+            yield art, run
+
+    def _newest_artifact(self, name: str, branch: str, max_bytes: int) -> tuple[bytes | None, str, Any]:
+        """The zip of the newest unexpired artifact ``name`` from a run on ``branch`` of this repository:
+        (data, "", run) or (None, why there is none, None)."""
+        for art, run in self._artifacts(name, branch):
             if art.size_in_bytes > max_bytes:
                 return None, f"the newest {name} artifact on {branch} is {art.size_in_bytes} bytes, over {max_bytes}", None
             return self._download(art.archive_download_url), "", run
@@ -223,27 +229,25 @@ class Publisher:
             return None, f"artifact {name} of run {run.id} is not a zip archive"
         return out, ""
 
-    def history_files(self, name: str, branch: str, dest: Path, max_bytes: int = 2 * 2**30) -> tuple[list[Path], str]:
-        """The portal's history copies (``<time>-<run id>.jsonl.gz``) in the newest artifact ``name`` from a run
-        on ``branch``, extracted flat into ``dest``; any other member (or a path in a name) is ignored."""
-        from harness.report.runs import HISTORY_NAME
-
-        data, why, run = self._newest_artifact(name, branch, max_bytes)
-        if data is None:
-            return [], why
-        out: list[Path] = []
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                dest.mkdir(parents=True, exist_ok=True)
-                for member in zf.namelist():
-                    base = member.rsplit("/", 1)[-1]
-                    if not HISTORY_NAME.fullmatch(base):
-                        continue
-                    (dest / base).write_bytes(zf.read(member))
-                    out.append(dest / base)
-        except zipfile.BadZipFile:
-            return [], f"artifact {name} of run {run.id} is not a zip archive"
-        return out, "" if out else f"artifact {name} of run {run.id} holds no history copies"
+    def history_files(self, name: str, branch: str, dest: Path, max_bytes: int = 2 * 2**30,
+                      tries: int = 5) -> tuple[list[Path], str]:
+        """The portal's history copies (``<time>-<run id>.jsonl.gz``) in the newest usable artifact ``name`` from a
+        run on ``branch``, extracted flat into ``dest``; any other member (or a path in a name) is ignored, and so is
+        a copy that does not decompress to a results header. An unusable artifact (not a zip, no usable copy, too
+        big) does not lose the history: the next older one is tried, up to ``tries``. Returns the files and a note
+        (why there are none, or which newer artifacts were passed over)."""
+        passed_over: list[str] = []
+        for art, run in itertools.islice(self._artifacts(name, branch), tries):
+            if art.size_in_bytes > max_bytes:
+                passed_over.append(f"run {run.id}'s is {art.size_in_bytes} bytes, over {max_bytes}")
+                continue
+            out, why = _history_copies(self._download(art.archive_download_url), dest)
+            if out:
+                return out, ("passed over: " + "; ".join(passed_over)) if passed_over else ""
+            passed_over.append(f"run {run.id}'s {why}")
+        if not passed_over:
+            return [], f"no unexpired {name} artifact from a run on {branch}"
+        return [], f"no usable {name} artifact on {branch}: " + "; ".join(passed_over)
 
     def _download(self, url: str) -> bytes:
         """GitHub answers an artifact download with a redirect to storage; the token goes to GitHub only,
@@ -284,3 +288,33 @@ class Publisher:
 def _annotations_landed(repo: Any, run_id: int, total: int) -> bool | None:
     """Whether a check run already holds ``total`` annotations (a batch answered with 5xx had landed)."""
     return True if repo.get_check_run(run_id).output.annotations_count >= total else None
+
+
+def _history_copies(data: bytes, dest: Path) -> tuple[list[Path], str]:
+    """The usable history copies in an artifact's zip, written to ``dest`` (nothing else is written): (files, "") or
+    ([], why none)."""
+    import gzip
+    import json
+
+    from harness.report.runs import HISTORY_NAME
+
+    out: list[Path] = []
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            for member in zf.namelist():
+                base = member.rsplit("/", 1)[-1]
+                if not HISTORY_NAME.fullmatch(base):
+                    continue
+                blob = zf.read(member)
+                try:
+                    header = json.loads(gzip.decompress(blob).split(b"\n", 1)[0])  # the whole copy: its CRC is checked
+                except (OSError, EOFError, ValueError):
+                    continue  # truncated or not gzip: this copy only is lost
+                if not isinstance(header, dict) or header.get("kind") != "header":
+                    continue
+                dest.mkdir(parents=True, exist_ok=True)
+                (dest / base).write_bytes(blob)
+                out.append(dest / base)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError):
+        return [], "artifact is not a readable zip archive"
+    return out, "" if out else "artifact holds no usable history copy"

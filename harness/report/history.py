@@ -98,10 +98,16 @@ def column_history(column: Column, runs: list[tuple[Run, dict[str, Record]]], no
         st = [status_of(r) for r in recs.values()]
         h.points.append(Point(run, sum(s.is_pass for s in st), sum(not s.did_not_run for s in st),
                               sum(s.is_failure for s in st)))
-    for (prev, prev_recs), (run, recs) in itertools.pairwise(runs):
-        broke = sorted(r for r, rec in recs.items() if _outcome(rec) == "fail" and _outcome(prev_recs.get(r)) == "pass")
-        fixed = sorted(r for r, rec in recs.items() if _outcome(rec) == "pass" and _outcome(prev_recs.get(r)) == "fail")
-        h.changes.append((prev, run, broke, fixed))
+    # a regression or a fix: an item's outcome against its own previous pass or fail in the column, wherever that
+    # was (runs of other suites or subsets in between neither hide nor fake one)
+    last: dict[str, str] = {}
+    for i, (run, recs) in enumerate(runs):
+        now_out = {r: _outcome(rec) for r, rec in recs.items()}
+        if i:
+            broke = sorted(r for r, o in now_out.items() if o == "fail" and last.get(r) == "pass")
+            fixed = sorted(r for r, o in now_out.items() if o == "pass" and last.get(r) == "fail")
+            h.changes.append((runs[i - 1][0], run, broke, fixed))
+        last.update({r: o for r, o in now_out.items() if o != "other"})
     for row, (newest, rec) in latest(runs).items():  # a run of other suites does not hide an item's failure
         if _outcome(rec) != "fail":
             continue
