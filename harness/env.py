@@ -7,6 +7,7 @@ import os
 import platform
 import resource
 from importlib.metadata import PackageNotFoundError, distribution, version
+from pathlib import Path
 from typing import Any
 
 from harness import __version__
@@ -121,4 +122,18 @@ def versions() -> dict[str, str]:
         "os": f"{platform.system()} {platform.release()}",
         "cpu": _cpu(),
         "cpus": str(os.cpu_count()),
+        "machine": machine_id(),
     }
+
+
+def machine_id() -> str:
+    """A short, stable id of this machine (a hash of /etc/machine-id, else of the host name): two runners with
+    the same CPU stay two portal columns, and a public portal shows no host name."""
+    import hashlib
+    import socket
+
+    try:
+        ident = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        ident = ""
+    return hashlib.sha256((ident or socket.gethostname()).encode()).hexdigest()[:8]

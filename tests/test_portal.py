@@ -367,3 +367,16 @@ def test_a_regression_is_found_across_interleaved_suites(tmp_path: Path) -> None
     h = history.column_history(col, col_runs, max(r.created for r in runs))
     assert [(a.run_id, b.run_id, broke, fixed) for a, b, broke, fixed in h.changes] == [
         ("o10", "m11", [], []), ("m11", "o12", ["op.add.a[float32,static]"], []), ("o12", "m13", [], [])]
+
+
+def test_two_machines_with_the_same_cpu_are_two_columns(tmp_path: Path) -> None:
+    from harness.env import machine_id
+    from harness.report.runs import columns
+
+    for run_id, machine in (("m1", "aaaa1111"), ("m2", "bbbb2222")):
+        header = _header(run_id, 10)
+        header["versions"]["machine"] = machine
+        _write(tmp_path / f"{run_id}.jsonl", header, [_rec("op.add.a", "xnnpack", "PASS")])
+    keys = sorted(c.key for c in columns(load_runs([tmp_path])))
+    assert keys == [_key("xnnpack", f"{MACHINE_A} #aaaa1111"), _key("xnnpack", f"{MACHINE_A} #bbbb2222")]
+    assert re.fullmatch(r"[0-9a-f]{8}", machine_id()) and machine_id() == machine_id()  # stable, and no host name

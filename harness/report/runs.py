@@ -48,8 +48,10 @@ class Run:
 
     @property
     def machine(self) -> str:
+        """The CPU, and the machine's id when the header has one (older headers: the CPU alone)."""
         v = self.header.get("versions") or {}
-        return str(v.get("cpu") or v.get("os") or "unknown machine")
+        cpu = str(v.get("cpu") or v.get("os") or "unknown machine")
+        return f"{cpu} #{v['machine']}" if v.get("machine") else cpu
 
     @property
     def versions_key(self) -> str:
