@@ -380,3 +380,12 @@ def test_two_machines_with_the_same_cpu_are_two_columns(tmp_path: Path) -> None:
     keys = sorted(c.key for c in columns(load_runs([tmp_path])))
     assert keys == [_key("xnnpack", f"{MACHINE_A} #aaaa1111"), _key("xnnpack", f"{MACHINE_A} #bbbb2222")]
     assert re.fullmatch(r"[0-9a-f]{8}", machine_id()) and machine_id() == machine_id()  # stable, and no host name
+
+
+def test_shards_of_one_run_join_across_the_runners_of_a_pool(tmp_path: Path) -> None:
+    for shard, machine in (("1/2", "aaaa1111"), ("2/2", "bbbb2222")):
+        header = _header(f"s{shard[0]}", 10, shard=shard)
+        header["versions"]["machine"] = machine
+        _write(tmp_path / f"s{shard[0]}.jsonl", header, [_rec(f"op.add.{shard[0]}", "xnnpack", "PASS")])
+    (run,) = load_runs([tmp_path])
+    assert len(run.records) == 2 and len(run.sources) == 2

@@ -127,7 +127,10 @@ def clean_header(h: Header) -> Header:
 def _signature(h: Header) -> str:
     argv = [a for a in (h.get("argv") or []) if not str(a).startswith("--shard")]
     shard = str(h.get("shard") or "")
-    return json.dumps([h.get("versions"), h.get("upstream"), sorted(h.get("recipes") or {}), h.get("suites"),
+    # the shards of one CI run may run on several runners of a pool: the machine id does not split them
+    v = h.get("versions")
+    versions = {k: x for k, x in v.items() if k != "machine"} if isinstance(v, dict) else v
+    return json.dumps([versions, h.get("upstream"), sorted(h.get("recipes") or {}), h.get("suites"),
                        shard.split("/")[-1], argv], sort_keys=True, default=str)
 
 
