@@ -169,6 +169,7 @@ class Group:
         self._exported: StageOutcome | None = None
         self._other: Group | None = None
         self._fp64: list[Any] | None = None
+        self.fp64_error = ""  # why the module gave no float64 reference (the record says so)
         self.item = item
 
     def _weights_version(self) -> int:
@@ -225,8 +226,9 @@ class Group:
             try:
                 with torch.no_grad():
                     self._fp64 = _leaves(copy_module(self.built.module).to(torch.float64)(*[up(t) for t in clone_inputs(self.built.run)]))
-            except Exception:  # a module that cannot run in float64: the rule falls back to allclose
+            except Exception as exc:  # a module that cannot run in float64: the rule has its allclose arm only
                 self._fp64 = []
+                self.fp64_error = f"{type(exc).__name__}: {first_line(str(exc))[:200]}"
         return self._fp64 or None
 
     def fresh_built(self) -> Any:
@@ -500,6 +502,8 @@ def _dynamo(compute: str, group: Group, outs: list[Any], refs: list[Any]) -> tup
     ok = all(x["pass"] for x in results)
     rules = {x["rule"] for x in results}
     acc: dict[str, Any] = {"rule": "none" if not ok else "rmse" if "rmse" in rules else "allclose", "rule_tol": tol}
+    if fp64 is None:  # never silent: the RMSE arm could not be tried
+        acc["fp64_reference"] = f"none ({group.fp64_error or 'no floating-point outputs'}): allclose only"
     rmses = [(x["rmse"], x["rmse_cpu"], x["multiplier"]) for x in results if "rmse" in x]
     if rmses:
         worst = max(rmses, key=lambda t: t[0] - t[2] * t[1])

@@ -87,7 +87,19 @@ def test_model_checks_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     clean = _run(tmp_path, {**base, "name": "clean"}, "", monkeypatch)
     assert clean["status"] == "PASS" and clean["tolerance"] == {"rule": "dynamo", "tol": 1e-4}
     assert clean["accuracy"]["rule"] == "allclose" and clean["accuracy"]["deterministic"] is True
-    assert clean["accuracy"]["top1_agreement"] == 1.0
+    assert clean["accuracy"]["top1_agreement"] == 1.0 and "fp64_reference" not in clean["accuracy"]
+    # a module with no float64 reference: the rule has its allclose arm only, and the record says so, with why
+    import harness.stages
+
+    def no_fp64(self):  # type: ignore[no-untyped-def]
+        self.fp64_error = "RuntimeError: cannot run in float64"
+        return None
+
+    monkeypatch.setattr(harness.stages.Group, "fp64_reference", no_fp64)
+    no64 = _run(tmp_path, {**base, "name": "no64"}, "", monkeypatch)
+    assert no64["status"] == "PASS" and no64["accuracy"]["rule"] == "allclose"
+    assert no64["accuracy"]["fp64_reference"] == "none (RuntimeError: cannot run in float64): allclose only"
+    monkeypatch.undo()
     # noise of 1e-7: allclose still holds, but two runs differ; recorded, and a failure only where the recipe asks
     noisy = _run(tmp_path, {**base, "name": "noisy"}, "random", monkeypatch)
     assert noisy["status"] == "PASS" and noisy["accuracy"]["deterministic"] is False
