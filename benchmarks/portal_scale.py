@@ -6,8 +6,8 @@
 
 Each run's counts are then checked against the site: every column's cells are its newest run's JSONL statuses.
 
-Prints the item count, the runs, the build time and the site's size. The issue's goal: 50,000 items in
-under 10 s. Synthetic records carry what real ones do (outputs, stages, latency, partition, baseline
+Prints the item count, the runs, the build time and the site's size (2026-11-24, 2 cores: one run of 50,000 items
+in 5.3 s; 30 runs over two stacks in 78 s: docs/portal.md). Synthetic records carry what real ones do (outputs, stages, latency, partition, baseline
 ratio, a detail), in the mix of statuses a sweep has.
 """
 

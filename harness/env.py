@@ -127,11 +127,19 @@ def versions() -> dict[str, str]:
 
 
 def machine_id() -> str:
-    """A short, stable id of this machine (a hash of /etc/machine-id, else of the host name): two runners with
-    the same CPU stay two portal columns, and a public portal shows no host name."""
+    """This machine in the portal's columns: ``BTI_MACHINE`` when set (a runner pool's name); none on a GitHub-hosted
+    runner (a fresh VM each job: its id would start a new column every run); else a short, stable hash of
+    /etc/machine-id (or of the host name), so two runners with the same CPU stay two columns and a public portal
+    shows no host name."""
     import hashlib
     import socket
 
+    from harness.settings import current
+
+    if current().machine:
+        return current().machine
+    if os.environ.get("RUNNER_ENVIRONMENT") == "github-hosted":  # GitHub's own variable
+        return ""
     try:
         ident = Path("/etc/machine-id").read_text().strip()
     except OSError:

@@ -18,6 +18,7 @@ import contextlib
 import json
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypedDict
@@ -209,7 +210,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _lines(path: Path, handle: Any) -> Iterator[tuple[int, str]]:
     try:
         yield from enumerate(handle, 1)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:  # a corrupt or truncated .gz, or bytes that are not UTF-8
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # a corrupt or truncated .gz, or bytes that are not UTF-8
         raise ResultsError(f"{path}: cannot read results: {first_line(str(exc)) or type(exc).__name__}") from None
 
 

@@ -38,6 +38,7 @@ class Settings:
     github_max_wait_s: float = 60.0
     github_backoff_s: float = 1.0
     github_throttle: bool = True
+    machine: str = ""  # this machine's name in the portal's columns (default: a hash of /etc/machine-id)
 
     @property
     def provider_timeout_s(self) -> float:
@@ -82,6 +83,7 @@ def resolve(environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
         github_max_wait_s=_seconds(env, "BTI_GITHUB_MAX_WAIT", 60.0),
         github_backoff_s=_seconds(env, "BTI_GITHUB_BACKOFF", 1.0),
         github_throttle=env.get("BTI_GITHUB_THROTTLE", "1") != "0",
+        machine=env.get("BTI_MACHINE", "").strip()[:64],
     )
     return base.with_flags(**flags)
 

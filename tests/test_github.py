@@ -331,10 +331,13 @@ def test_fetch_history_passes_over_an_unusable_artifact(fake: FakeGitHub, bti, t
     header = json.loads((GOLDEN / "results.jsonl").read_text().splitlines()[0])
     good = gzip.compress((json.dumps({**header, "run_id": "good"}) + "\n").encode())
     fake.add_artifact("bti-portal-history", "main", {"20261119T000000Z-good.jsonl.gz": good})
+    flipped = bytearray(good)
+    flipped[11] ^= 0xFF  # a flipped byte at the start of the deflate stream: zlib.error, not an OSError
     newest = fake.add_artifact("bti-portal-history", "main", {"20261120T000000Z-cut.jsonl.gz": good[: len(good) // 2],
+                                                              "20261120T000000Z-flip.jsonl.gz": bytes(flipped),
                                                               "20261120T000000Z-junk.jsonl.gz": gzip.compress(b"[1, 2]\n")})
     res = bti("fetch-history", "--repo", fake.repo, "--name", "bti-portal-history", "--branch", "main", "-o", str(tmp_path / "h"), env=env)
     assert res.code == 0, res.err
-    assert [p.name for p in (tmp_path / "h").iterdir()] == ["20261119T000000Z-good.jsonl.gz"]
+    assert [p.name for p in (tmp_path / "h").iterdir()] == ["20261119T000000Z-good.jsonl.gz"]  # nothing partial left
     assert res.out.strip() == (f"history: 1 run(s) in {tmp_path / 'h'} (passed over: run {newest + 1}'s artifact holds no usable "
                                "history copy)")

@@ -106,14 +106,14 @@ def test_runs_shards_machines_and_history(runs_dir: Path) -> None:
                                            _key("xnnpack"), _key("xnnpack", stack=S150)]
     assert [r.run_id for r, _ in cols[next(c for c in cols if c.key == _key("xnnpack", stack=S150))]] == ["r16"]
     xnn = next(c for c in cols if c.key == _key("xnnpack"))
-    h = history.column_history(xnn, cols[xnn], max(r.created for r in runs))
+    h = history.column_history(xnn, cols[xnn], cols[xnn][-1][0].created)  # as the portal: to the column's newest run
     assert [round(p.rate) for p in h.points] == [100, 50, 75, 50]
     broke, fixed = [c[2] for c in h.changes], [c[3] for c in h.changes]
     assert broke == [["op.conv.b[float32,static]", "op.flip.c[float32,static]"], [], ["op.add.a[float32,static]"]]
     assert fixed == [[], ["op.flip.c[float32,static]"], []]
     conv = h.ages["op.conv.b[float32,static]"]
     assert conv.since.run_id == "r11a" and conv.streak == 3 and conv.overdue and conv.last_pass.run_id == "r10"
-    assert "failing for 5 days (3 runs), since executorch 1.4.1" in conv.describe()  # to the newest input (day 16)
+    assert "failing for 4 days (3 runs), since executorch 1.4.1" in conv.describe()  # to the column's newest run (day 15)
     add = h.ages["op.add.a[float32,static]"]
     assert not add.overdue and add.since.run_id == "r15"  # r16 (executorch 1.5.0, add passes) is another column
     # r10, r11, r14: same versions; conv broke once and stayed broken (not a flip back)
@@ -243,7 +243,7 @@ def test_portal_in_a_browser(site: Path, tmp_path: Path, record_property: Any) -
         browser.goto(site.joinpath("index.html").as_uri() + "#status=failing&recipe=3")
         # every cell says where it came from (its tooltip: run, date, software)
         tip = browser.eval("document.querySelector(\"#matrix tbody tr[data-row='op.conv.b[float32,static]'] td.s\").title")
-        assert tip.startswith("FAIL_LOWER · run r15 · 2026-11-15") and tip.endswith("torch 2.13.0 · executorch 1.4.1"), tip
+        assert tip.startswith("FAIL_LOWER · run r15 · 2026-11-15") and tip.endswith("executorch 1.4.1 · torch 2.13.0"), tip
         # a real click on the conv cell opens its page, which shows the record
         browser.click("#matrix tbody tr[data-row='op.conv.b[float32,static]'] a")
         browser.wait_for("location.pathname.indexOf('/items/') >= 0 && !!document.getElementById('status')")
@@ -253,7 +253,7 @@ def test_portal_in_a_browser(site: Path, tmp_path: Path, record_property: Any) -
         assert browser.eval("document.title") != "pwned" and browser.eval("document.querySelectorAll('img').length") == 0
         browser.screenshot(tmp_path / "item.png")
         browser.goto(site.joinpath("history.html").as_uri())
-        assert "failing for 5 days" in browser.eval("document.body.textContent")
+        assert "failing for 4 days" in browser.eval("document.body.textContent")
     finally:
         browser.close()
     assert not browser.exceptions, browser.exceptions
@@ -402,3 +402,27 @@ def test_shards_of_one_run_join_across_the_runners_of_a_pool(tmp_path: Path) -> 
         _write(tmp_path / f"s{shard[0]}.jsonl", header, [_rec(f"op.add.{shard[0]}", "xnnpack", "PASS")])
     (run,) = load_runs([tmp_path])
     assert len(run.records) == 2 and len(run.sources) == 2
+
+
+def test_nightly_builds_and_dispatched_commits_stay_in_their_releases_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import settings
+    from harness.env import machine_id
+    from harness.report.runs import columns
+
+    for run_id, day, version, sha in (("n1", 10, "1.6.0.dev20261110+git1a2b3c", None), ("n2", 11, "1.6.0.dev20261111+git4d5e6f", "ab" * 20)):
+        header = _header(run_id, day, executorch=version)
+        if sha:
+            header["upstream"] = {"repo": "pytorch/executorch", "sha": sha}
+        _write(tmp_path / f"{run_id}.jsonl", header, [_rec("op.add.a", "xnnpack", "PASS")])
+    runs = load_runs([tmp_path])
+    (col,) = columns(runs)
+    assert col.key == _key("xnnpack", stack="torch 2.13.0 · executorch 1.6.0") and runs[1].under_test == "executorch@abababababab"
+    # the machine: BTI_MACHINE names it; a GitHub-hosted runner (a fresh VM each job) gets none
+    monkeypatch.setenv("BTI_MACHINE", "acme-npu-pool")
+    assert machine_id() == "acme-npu-pool"
+    monkeypatch.delenv("BTI_MACHINE")
+    monkeypatch.setenv("RUNNER_ENVIRONMENT", "github-hosted")
+    assert machine_id() == ""
+    monkeypatch.setenv("RUNNER_ENVIRONMENT", "self-hosted")
+    assert re.fullmatch(r"[0-9a-f]{8}", machine_id())
+    assert settings.resolve({"BTI_MACHINE": " pool "}).machine == "pool"

@@ -295,6 +295,7 @@ def _history_copies(data: bytes, dest: Path) -> tuple[list[Path], str]:
     ([], why none)."""
     import gzip
     import json
+    import zlib
 
     from harness.report.runs import HISTORY_NAME
 
@@ -305,16 +306,18 @@ def _history_copies(data: bytes, dest: Path) -> tuple[list[Path], str]:
                 base = member.rsplit("/", 1)[-1]
                 if not HISTORY_NAME.fullmatch(base):
                     continue
-                blob = zf.read(member)
                 try:
+                    blob = zf.read(member)
                     header = json.loads(gzip.decompress(blob).split(b"\n", 1)[0])  # the whole copy: its CRC is checked
-                except (OSError, EOFError, ValueError):
-                    continue  # truncated or not gzip: this copy only is lost
+                except (OSError, EOFError, ValueError, zlib.error, NotImplementedError, RuntimeError):
+                    continue  # truncated, bit-flipped, not gzip, or a compression zipfile cannot read: this copy only
                 if not isinstance(header, dict) or header.get("kind") != "header":
                     continue
                 dest.mkdir(parents=True, exist_ok=True)
-                (dest / base).write_bytes(blob)
+                tmp = dest / f".{base}.part"
+                tmp.write_bytes(blob)
+                tmp.replace(dest / base)  # whole or not at all
                 out.append(dest / base)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError):
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, zlib.error, NotImplementedError, RuntimeError):
         return [], "artifact is not a readable zip archive"
     return out, "" if out else "artifact holds no usable history copy"

@@ -112,7 +112,8 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
         _keep_history(runs, keep_history, history_days)
     cols = columns(runs)
     now = max(r.created for r in runs)
-    histories = {c: hist.column_history(c, rs, now) for c, rs in cols.items()}
+    # each column's ages run to its own newest run: a stack nothing runs on any more does not age into "overdue"
+    histories = {c: hist.column_history(c, rs, rs[-1][0].created) for c, rs in cols.items()}
     m = _Matrix(cols, histories, _recipe_info(runs))
     for ci, col in enumerate(cols):
         m.add_column(ci, col)
@@ -190,8 +191,8 @@ class _Matrix:
             meta = self.rows.setdefault(row, {"suite": str(rec.get("suite") or ""), "op": str(rec.get("op") or ""),
                                               "model": "" if rec.get("op") else str(rec.get("case") or row.split("[")[0])})
             flags = (["overdue"] if row in h.ages and h.ages[row].overdue else []) + (["flaky"] if row in h.flaky or st is Status.FLAKY else [])
-            where = f"{st.value} · run {cell_run.run_id} · {cell_run.created.strftime('%Y-%m-%d %H:%M UTC')} · {col.stack or cell_run.under_test}"
-            if cell_run is not run:  # an older run of this column holds the row: a newer run did not include it
+            where = f"{st.value} · run {cell_run.run_id} · {cell_run.created.strftime('%Y-%m-%d %H:%M UTC')} · {cell_run.under_test}"
+            if cell_run.created < run.created:  # an older run of this column holds the row: a newer run did not include it
                 flags.append("stale")
                 stale += 1
                 where += f" · stale: {hist.human(run.created - cell_run.created)} older than the column's newest run {run.run_id}"
@@ -219,7 +220,7 @@ class _Matrix:
         part = _dict(rec.get("partition"))
         total = part.get("total_nodes")
         if model and isinstance(total, int) and total > 0 and isinstance(part.get("delegated_nodes"), int):
-            self.delegated[f"{row} · {col.recipe}"] = 100.0 * min(max(part["delegated_nodes"], 0), total) / total
+            self.delegated[f"{row} · {col.key}"] = 100.0 * min(max(part["delegated_nodes"], 0), total) / total
 
     def data(self) -> dict[str, Any]:
         order = sorted(self.rows, key=lambda r: (self.rows[r]["suite"], r))
@@ -295,7 +296,7 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
         out[item_key(col, row)] = {
             "row": row, "status": st.value, "group": st.group.value, "rec": slim, "command": reproduce(run, rec), "install": install_line(run),
             "run": run.run_id, "under_test": run.under_test, "when": run.created.strftime("%Y-%m-%d %H:%M"),
-            "stale": "" if run is newest else f"{hist.human(newest.created - run.created)} older than the column's newest run {newest.run_id}",
+            "stale": "" if run.created >= newest.created else f"{hist.human(newest.created - run.created)} older than the column's newest run {newest.run_id}",
             "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
             "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],
         }

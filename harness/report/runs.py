@@ -72,8 +72,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Column:
-    """One recipe on one machine (device) with one software stack: a column of the matrix. Runs of another torch,
-    executorch, torchao, backend package or upstream commit make another column, never a merge."""
+    """One recipe on one machine (device) with one software stack: a column of the matrix. Runs of another release
+    of torch, executorch, torchao or a backend package make another column, never a merge."""
 
     recipe: str
     machine: str
@@ -190,13 +190,22 @@ def stack_of(run: Run, recipe: str) -> str:
     packages: dict[str, Any] = raw if isinstance(raw, dict) else {}
     info = (run.header.get("recipe_info") or {}).get(recipe)
     backend = str(info.get("backend") or "") if isinstance(info, dict) else ""
-    parts = [f"{name} {v[name]}" for name in ("torch", "executorch", "torchao") if v.get(name) and v[name] != "not installed"]
-    parts += [f"{name} {packages[name]}" for name in BACKEND_PACKAGES.get(backend, ())
+    parts = [f"{name} {_release(v[name])}" for name in ("torch", "executorch", "torchao") if v.get(name) and v[name] != "not installed"]
+    parts += [f"{name} {_release(packages[name])}" for name in BACKEND_PACKAGES.get(backend, ())
               if packages.get(name) and packages[name] != "not installed"]
-    up = run.header.get("upstream") or {}
-    if up.get("sha"):
-        parts.append(f"{str(up.get('repo') or 'upstream').rsplit('/', 1)[-1]}@{str(up['sha'])[:12]}")
-    return " · ".join(map(str, parts))
+    return " · ".join(parts)
+
+
+def _release(version: Any) -> str:
+    """A version's release (``2.13.0+cpu`` → ``2.13.0``; a nightly ``1.6.0.dev20261124+git1a2b`` → ``1.6.0``): a build
+    of main or a dispatched upstream commit stays in its release's column, with its commit in each cell's tooltip
+    and in the history, instead of making a column of one run per commit."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(str(version)).base_version
+    except InvalidVersion:
+        return str(version)
 
 
 def _fingerprint(header: Header, records: list[Record]) -> str:
