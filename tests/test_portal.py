@@ -426,3 +426,17 @@ def test_nightly_builds_and_dispatched_commits_stay_in_their_releases_column(tmp
     monkeypatch.setenv("RUNNER_ENVIRONMENT", "self-hosted")
     assert re.fullmatch(r"[0-9a-f]{8}", machine_id())
     assert settings.resolve({"BTI_MACHINE": " pool "}).machine == "pool"
+
+
+def test_history_keeps_a_copy_of_each_of_two_runs_sharing_an_id_and_a_time(tmp_path: Path) -> None:
+    from harness.cli import main
+
+    a = _header("same", 10)
+    b = {**_header("same", 10), "suites": ["models"]}  # another run: same id, same time, another header
+    _write(tmp_path / "runs" / "a.jsonl", a, [_rec("op.add.a", "xnnpack", "PASS")])
+    _write(tmp_path / "runs" / "b.jsonl", b, [_rec("model.mlp", "xnnpack", "FAIL_RUN", op=None)])
+    for _ in range(2):  # a second build keeps the same two copies, and writes no third
+        assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "hist")]) == 0
+    copies = sorted(p.name for p in (tmp_path / "hist").iterdir())
+    assert len(copies) == 2 and copies[0] == "20261110T030000Z-same.jsonl.gz", copies
+    assert len(load_runs([tmp_path / "hist"])) == 2

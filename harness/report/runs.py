@@ -15,11 +15,12 @@ import gzip
 import hashlib
 import json
 import re
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.errors import UserError
 from harness.results import Header, Record, dumps, latest_by_id, read_results
@@ -253,18 +254,31 @@ def slim_record(rec: Record, limit: int, mark: str = "") -> dict[str, Any]:
 
 def compact(run: Run, dest_dir: Path) -> Path:
     """Write a history copy of ``run``: a gzipped results file of the fields the portal reads (errors'
-    traces and artifacts dropped), named by its time and run id. Returns the path (kept if present)."""
+    traces and artifacts dropped), named by its time and run id. Returns the path (kept if present). Another run
+    that shares the id and the time (its header differs) gets its own copy, the name suffixed with its fingerprint."""
     from harness.results import atomic_write_bytes
 
     stamp = run.created.strftime("%Y%m%dT%H%M%SZ")
-    safe_id = "".join(c for c in run.run_id if c.isalnum())[:32] or "run"
+    safe_id = "".join(c for c in run.run_id if c.isalnum())[:24] or "run"
     path = dest_dir / f"{stamp}-{safe_id}.jsonl.gz"
+    if path.exists() and _first_header(path) != run.header:
+        path = dest_dir / f"{stamp}-{safe_id}{_fingerprint(run.header, run.records)[:8]}.jsonl.gz"
     if path.exists():
         return path
     lines = [dumps(run.header)]
     lines.extend(dumps(slim_record(rec, 2000)) for rec in run.records)
     atomic_write_bytes(path, gzip.compress(("\n".join(lines) + "\n").encode("utf-8", "replace"), mtime=0))
     return path
+
+
+def _first_header(path: Path) -> Any:
+    """The header of a history copy, as ``load_runs`` reads it (None when it cannot be read)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+            header = json.loads(fh.readline())
+    except (OSError, EOFError, zlib.error, ValueError):
+        return None
+    return clean_header(cast(Header, header)) if isinstance(header, dict) else None
 
 
 HISTORY_NAME = re.compile(r"[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9]{1,32}\.jsonl\.gz")  # compact's names
