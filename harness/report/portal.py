@@ -200,7 +200,8 @@ class _Matrix:
             self._figures(col, row, rec, bool(meta["model"]))
         i = self.info.get(col.recipe, {})
         self.col_meta.append({
-            "key": col.key, "recipe": col.recipe, "machine": col.machine, "stack": col.stack, "run": run.run_id,
+            "key": col.key, "id": hashlib.sha1(col.key.encode("utf-8", "replace")).hexdigest()[:10],
+            "recipe": col.recipe, "machine": col.machine, "stack": col.stack, "run": run.run_id,
             "created": run.created.strftime("%Y-%m-%d %H:%M UTC"), "under_test": run.under_test,
             "setup": http_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
             "description": str(i.get("description") or ""), "runs": len(self.cols[col]),
@@ -224,7 +225,7 @@ class _Matrix:
 
     def data(self) -> dict[str, Any]:
         order = sorted(self.rows, key=lambda r: (self.rows[r]["suite"], r))
-        return {"columns": [c["key"] for c in self.col_meta],
+        return {"columns": [c["key"] for c in self.col_meta], "ids": [c["id"] for c in self.col_meta],
                 "rows": [[r, self.rows[r]["suite"], self.rows[r]["op"], self.rows[r]["model"], self.cells[r]] for r in order]}
 
     def plot_args(self) -> tuple[Any, ...]:

@@ -8,6 +8,8 @@
   var pageLabel = document.getElementById('page'), prev = document.getElementById('prev'), next = document.getElementById('next');
   var heads = document.querySelectorAll('#matrix thead th.col');
   var page = 0, matches = [];
+  // a column is named in the URL by its id (a hash of its key), not its position: a link keeps its column
+  function column() { return rc.value === '' ? -1 : data.ids.indexOf(rc.value); }
   function fromHash() {
     var p = new URLSearchParams(location.hash.slice(1));
     q.value = p.get('q') || ''; st.value = p.get('status') || 'all'; rc.value = p.get('recipe') || '';
@@ -30,7 +32,7 @@
     return c[1] === want;
   }
   function filter() {
-    var text = q.value.toLowerCase(), want = st.value, col = rc.value === '' ? -1 : parseInt(rc.value, 10);
+    var text = q.value.toLowerCase(), want = st.value, col = column();
     matches = data.rows.filter(function (r) {
       if (text && (r[0] + ' ' + r[1] + ' ' + r[2]).toLowerCase().indexOf(text) < 0) { return false; }
       if (op.value && r[2] !== op.value) { return false; }
@@ -42,7 +44,7 @@
   function draw() {
     var pages = Math.max(1, Math.ceil(matches.length / PAGE));
     if (page >= pages) { page = pages - 1; }
-    var col = rc.value === '' ? -1 : parseInt(rc.value, 10);
+    var col = column();
     for (var h = 0; h < heads.length; h++) { heads[h].hidden = col >= 0 && h !== col; }
     var frag = document.createDocumentFragment();
     matches.slice(page * PAGE, (page + 1) * PAGE).forEach(function (r) {
