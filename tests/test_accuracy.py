@@ -117,3 +117,21 @@ def test_model_checks_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     flat = _run(tmp_path, {**base, "name": "flat"}, "flatten", monkeypatch)
     assert flat["status"] == "FAIL_MISMATCH" and flat["detail"].startswith("output[0]: shape ["), flat["detail"]
     assert flat["tolerance"].get("rule") != "dynamo"
+
+
+def test_a_module_that_cannot_run_in_float64_gives_no_reference_and_says_why() -> None:
+    """The real branch behind `accuracy.fp64_reference`: a module with a float32 constant fails in float64."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from harness.stages import Group
+
+    class Fixed32(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x @ torch.ones(4, 4, dtype=torch.float32)
+
+    group = Group.__new__(Group)
+    group.built, group._fp64, group.fp64_error = SimpleNamespace(module=Fixed32(), run=(torch.randn(2, 4),)), None, ""
+    assert group.fp64_reference() is None
+    assert group.fp64_error.startswith("RuntimeError: ") and "same dtype" in group.fp64_error, group.fp64_error
