@@ -242,7 +242,7 @@ def test_portal_in_a_browser(site: Path, tmp_path: Path, record_property: Any) -
         assert browser.eval("document.getElementById('shown').textContent").startswith("1 of ")
         import hashlib
 
-        xnn_id = hashlib.sha1(_key("xnnpack").encode()).hexdigest()[:10]  # a column is named by its key's hash
+        xnn_id = hashlib.sha1(_key("xnnpack").encode()).hexdigest()[:12]  # a column is named by its key's hash
         browser.goto(site.joinpath("index.html").as_uri() + f"#status=failing&recipe={xnn_id}")
         assert browser.eval("document.querySelectorAll('#matrix thead th.col:not([hidden])').length") == 1
         # every cell says where it came from (its tooltip: run, date, software)

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from harness.backends import BaseBackend, Where, check_keys
 from harness.errors import RecipeError
-from harness.metrics import timed_calls
 from harness.providers import Loaded, PybindProvider, RunOptions
 from harness.speedups import lazy_recompile
 from harness.status import Stage
@@ -271,8 +270,7 @@ class ExecuTorchBackend(BaseBackend):
     def execute(self, handle: Loaded | Deferred, inputs: tuple[Any, ...], warmup: int,
                 repeats: int) -> tuple[list[Any], list[float], dict[str, Any]]:
         if isinstance(handle, Loaded):  # through self.run: a vendor subclass's own run() is what gets timed
-            outs, samples = timed_calls(lambda: self.run(handle, inputs), warmup, repeats)
-            return outs, samples, {}
+            return super().execute(handle, inputs, warmup, repeats)
         from harness.settings import current
 
         opts = RunOptions(warmup, repeats, handle.threads, current().provider_timeout_s)

@@ -173,7 +173,7 @@ class _Matrix:
         self.newest = {col: hist.latest(rs) for col, rs in cols.items()}
         self.nitems = sum(len(n) for n in self.newest.values())
         for col in cols:
-            prefix = hashlib.sha1(col.key.encode("utf-8", "replace")).hexdigest()[:12]
+            prefix = col.id
             for row in sorted(self.newest[col]):
                 key = item_key(col, row)
                 name = f"{prefix}-{key[:BUCKET_HEX]}.html"
@@ -192,15 +192,15 @@ class _Matrix:
                                               "model": "" if rec.get("op") else str(rec.get("case") or row.split("[")[0])})
             flags = (["overdue"] if row in h.ages and h.ages[row].overdue else []) + (["flaky"] if row in h.flaky or st is Status.FLAKY else [])
             where = f"{st.value} · run {cell_run.run_id} · {cell_run.created.strftime('%Y-%m-%d %H:%M UTC')} · {cell_run.under_test}"
-            if cell_run.created < run.created:  # an older run of this column holds the row: a newer run did not include it
+            if staleness := _stale(cell_run, run):  # an older run of this column holds the row: a newer run did not include it
                 flags.append("stale")
                 stale += 1
-                where += f" · stale: {hist.human(run.created - cell_run.created)} older than the column's newest run {run.run_id}"
+                where += f" · stale: {staleness}"
             self.cells[row][ci] = [st.value, st.group.value, self.links[(col, row)], " ".join(flags), where]
             self._figures(col, row, rec, bool(meta["model"]))
         i = self.info.get(col.recipe, {})
         self.col_meta.append({
-            "key": col.key, "id": hashlib.sha1(col.key.encode("utf-8", "replace")).hexdigest()[:10],
+            "key": col.key, "id": col.id,
             "recipe": col.recipe, "machine": col.machine, "stack": col.stack, "run": run.run_id,
             "created": run.created.strftime("%Y-%m-%d %H:%M UTC"), "under_test": run.under_test,
             "setup": http_url(i.get("setup")), "unavailable": i.get("unavailable") or "",
@@ -297,11 +297,18 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
         out[item_key(col, row)] = {
             "row": row, "status": st.value, "group": st.group.value, "rec": slim, "command": reproduce(run, rec), "install": install_line(run),
             "run": run.run_id, "under_test": run.under_test, "when": run.created.strftime("%Y-%m-%d %H:%M"),
-            "stale": "" if run.created >= newest.created else f"{hist.human(newest.created - run.created)} older than the column's newest run {newest.run_id}",
+            "stale": _stale(run, newest),
             "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
             "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],
         }
     return {"column": col.key, "runs": runs, "items": out}
+
+
+def _stale(run: Run, newest: Run) -> str:
+    """How much older ``run`` is than its column's ``newest`` run ("" when it is not older): a stale cell's note."""
+    if run.created >= newest.created:
+        return ""
+    return f"{hist.human(newest.created - run.created)} older than the column's newest run {newest.run_id}"
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -86,6 +86,11 @@ class Column:
         where = f"{self.recipe} @ {self.device or self.machine}"
         return f"{where} · {self.stack}" if self.stack else where
 
+    @property
+    def id(self) -> str:
+        """A short hash of the key: the column's name in URLs and item file names (stable, whatever else is in the site)."""
+        return hashlib.sha1(self.key.encode("utf-8", "replace")).hexdigest()[:12]
+
 
 def parse_time(value: Any) -> datetime:
     epoch = datetime.fromtimestamp(0, UTC)
@@ -149,9 +154,10 @@ def load_runs(paths: list[Path]) -> list[Run]:
               for m in (h.get("merged_from") or []) if isinstance(m, dict)}
     for path, header, records in loaded:
         rid = str(header.get("run_id"))
-        if _fingerprint(header, records) in seen or (header.get("shard") and rid in merged):
+        fingerprint = _fingerprint(header, records)
+        if fingerprint in seen or (header.get("shard") and rid in merged):
             continue
-        seen.add(_fingerprint(header, records))
+        seen.add(fingerprint)
         shard = header.get("shard")
         if shard:
             sig = _signature(header)
@@ -218,19 +224,18 @@ def _fingerprint(header: Header, records: list[Record]) -> str:
     return hashlib.sha1(body.encode("utf-8", "replace")).hexdigest()
 
 
-def column_of(run: Run, rec: Record) -> Column:
-    recipe = str(rec.get("recipe", "?"))
-    return Column(recipe, run.machine, str(rec.get("device") or ""), stack_of(run, recipe))
-
-
 def columns(runs: list[Run]) -> dict[Column, list[tuple[Run, dict[str, Record]]]]:
     """Each column's runs, oldest first, with that run's records of the column keyed by row (the id without
     ``@recipe``)."""
     out: dict[Column, list[tuple[Run, dict[str, Record]]]] = defaultdict(list)
     for run in runs:
         per: dict[Column, dict[str, Record]] = defaultdict(dict)
+        machine, stacks = run.machine, {}  # a run's stack per recipe, worked out once (not per record)
         for rec in run.records:
-            per[column_of(run, rec)][row_of(rec)] = rec
+            recipe = str(rec.get("recipe", "?"))
+            if recipe not in stacks:
+                stacks[recipe] = stack_of(run, recipe)
+            per[Column(recipe, machine, str(rec.get("device") or ""), stacks[recipe])][row_of(rec)] = rec
         for col, recs in per.items():
             out[col].append((run, recs))
     return dict(sorted(out.items(), key=lambda kv: kv[0].key))
