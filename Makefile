@@ -16,7 +16,8 @@ XDIST   ?= -n 2 --dist loadgroup
 # and the C++ runner built against the other wheel layout
 # the vision extra (torchvision, timm) needs torch >= 2.14: the 1.4 pair goes without it (tv-models: UNAVAILABLE)
 comma   := ,
-EXTRAS  := test,openvino,models,onnx$(if $(filter 1.5,$(PAIR)),$(comma)vision)
+# the arm extra (tosa-tools, vela, the VGF converter): on the 1.5 pair, whose Arm backend bti is tested with
+EXTRAS  := test,openvino,models,onnx$(if $(filter 1.5,$(PAIR)),$(comma)vision$(comma)arm)
 PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_speedups_graph.py tests/test_speedups_quant.py \
               tests/test_providers.py::test_verify_through_the_cpp_runner_matches_pybind_bit_for_bit
 

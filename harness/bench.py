@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from harness.env import peak_rss_mb, rss_mb
 from harness.errors import UserError, first_line
@@ -124,7 +125,7 @@ def _reference_outputs(reference: Path, inputs: list[Any]) -> list[Any]:
     return [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
 
 
-def _np(values: list[Any]) -> list[np.ndarray]:
+def _np(values: list[Any]) -> list[NDArray[Any]]:
     import torch
 
     return [v.detach().to(torch.float64).numpy() if isinstance(v, torch.Tensor) and v.is_floating_point()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 _REL_EPS = 1e-12
 
@@ -26,7 +27,7 @@ class Verdict:
     structural: bool = False  # the outputs' count, a dtype or a shape differs: no numeric rule can pass them
 
 
-def output_stats(out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
+def output_stats(out: NDArray[Any], ref: NDArray[Any]) -> dict[str, Any]:
     o = out.astype(np.float64, copy=False).ravel()
     r = ref.astype(np.float64, copy=False).ravel()
     both_nan = np.isnan(o) & np.isnan(r)
@@ -70,7 +71,7 @@ def _f(x: Any) -> float:
     return v if not math.isnan(v) else math.inf
 
 
-def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, float], dtypes: list[tuple[str, str]] | None = None) -> Verdict:
+def compare(outputs: list[NDArray[Any]], refs: list[NDArray[Any]], tol: dict[str, float], dtypes: list[tuple[str, str]] | None = None) -> Verdict:
     """Compare each output against its reference under ``tol`` (atol, rtol, sqnr_db, cosine floor; each optional;
     ``shape_only`` checks shapes and dtypes alone, for random or uninitialized outputs).
 
@@ -103,7 +104,7 @@ def compare(outputs: list[np.ndarray], refs: list[np.ndarray], tol: dict[str, fl
     return Verdict(not problems, "; ".join(problems), stats, structural)
 
 
-def _check(path: str, out: np.ndarray, ref: np.ndarray, s: dict[str, Any], tol: dict[str, float]) -> str | None:
+def _check(path: str, out: NDArray[Any], ref: NDArray[Any], s: dict[str, Any], tol: dict[str, float]) -> str | None:
     o = out.astype(np.float64, copy=False)
     r = ref.astype(np.float64, copy=False)
     nan_bad = np.isnan(o) != np.isnan(r)
@@ -154,11 +155,11 @@ def latency_stats(samples: list[float]) -> dict[str, float]:
 DYNAMO_TOL = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-3, "bfloat16": 1e-2}
 
 
-def _rmse(a: np.ndarray, b: np.ndarray) -> float:
+def _rmse(a: NDArray[Any], b: NDArray[Any]) -> float:
     return float(np.sqrt(np.mean(np.square(a - b)))) if a.size else 0.0
 
 
-def dynamo_rule(res: np.ndarray, ref: np.ndarray, fp64: np.ndarray | None, tol: float, res_dtype: str) -> dict[str, Any]:
+def dynamo_rule(res: NDArray[Any], ref: NDArray[Any], fp64: NDArray[Any] | None, tol: float, res_dtype: str) -> dict[str, Any]:
     """One output held to dynamo's rule. ``res`` is the device's output, ``ref`` the CPU's in the same dtype,
     ``fp64`` the CPU's in float64. Passes when allclose(ref, res) at ``tol``; else when
     RMSE(res, fp64) ≤ m·RMSE(ref, fp64) + tol/10, with m = 3 for float16/bfloat16 outputs, small (< 1000

@@ -14,10 +14,15 @@ capabilities: {ranks: [1, 4], dynamic: true, quantization: [int8]}  # optional: 
 accuracy: {rule: dynamo, top1: 0.99, deterministic: true}  # optional model-level checks (see Accuracy)
 runtime: {warmup: 1, repeats: 5}      # optional: provider (pybind | runner[:PATH] | command:TEMPLATE, with
                                     # push, pull, remote_dir, vars), threads (see harness/providers.py)
-requires:                           # all must hold, else UNAVAILABLE with the reason
+requires:                           # to lower and run: all must hold, else UNAVAILABLE with the reason
   modules: [openvino]               #   importable python modules
   runtime_backends: [OpenvinoBackend]  # registered in the executorch runtime
   env: [QNN_SDK_ROOT]               #   environment variables
+  executables: [model-converter]    #   on PATH (or beside this interpreter, as a venv installs them)
+  platforms: [darwin]               #   sys.platform, one of
+run_requires:                       # to run only: where one fails, items stop once serialized as LOWERED
+  runtime_backends: [CoreMLBackend] #   (neither a pass nor a failure), with the reason and everything
+  note: the Core ML runtime is built for macOS and iOS only  # measured so far; `note` says why, for people
 tolerances:                         # per dtype, plus "quantized" (used when the recipe quantizes)
   float32: {atol: 1.0e-4, rtol: 1.0e-4}
   float16: {atol: 1.0e-2, rtol: 1.0e-2, sqnr_db: 40}
@@ -62,7 +67,7 @@ if TYPE_CHECKING:
 
 # Keys every recipe may have; anything else belongs to the backend, which parses it.
 RECIPE_KEYS = frozenset({
-    "name", "description", "setup", "accuracy", "backend", "dtypes", "shapes", "capabilities", "runtime", "requires", "tolerances",
+    "name", "description", "setup", "accuracy", "backend", "dtypes", "shapes", "capabilities", "runtime", "requires", "run_requires", "tolerances",
     "skip", "xfail", "expect",
 })
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
@@ -126,6 +131,12 @@ class Requires:
     modules: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
     runtime_backends: tuple[str, ...] = ()  # registered in the ExecuTorch runtime
+    executables: tuple[str, ...] = ()  # on PATH, or in this interpreter's scripts directory
+    platforms: tuple[str, ...] = ()  # sys.platform values, any of
+    note: str = ""  # why, in words (run_requires: said beside a LOWERED item's missing piece)
+
+    def __bool__(self) -> bool:
+        return bool(self.modules or self.env or self.runtime_backends or self.executables or self.platforms)
 
 
 @dataclass(frozen=True)
@@ -173,6 +184,7 @@ class Recipe:
     runtime: Runtime = Runtime()
     accuracy: Accuracy = Accuracy()
     requires: Requires = Requires()
+    run_requires: Requires = Requires()  # to run, not to lower: missing, an item stops as LOWERED
     tolerances: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False, compare=False)
     skip: tuple[Rule, ...] = ()
     xfail: tuple[Rule, ...] = ()
@@ -318,6 +330,7 @@ def parse_recipe(path: Path) -> Recipe:
         runtime=_runtime(raw.get("runtime"), at("runtime")),
         accuracy=_accuracy(raw.get("accuracy"), at("accuracy")),
         requires=_requires(raw.get("requires"), at("requires")),
+        run_requires=_requires(raw.get("run_requires"), at("run_requires"), "run_requires"),
         tolerances=tolerances,
         skip=_rules(raw.get("skip"), at("skip"), "skip"),
         xfail=_rules(raw.get("xfail"), at("xfail"), "xfail"),
@@ -433,12 +446,20 @@ def _runtime(raw: Any, loc: str) -> Runtime:
     return Runtime(**{k: int(v) for k, v in counts.items()}, provider=spec, threads=threads)
 
 
-def _requires(raw: Any, loc: str) -> Requires:
+_REQUIRES_LISTS = ("modules", "env", "runtime_backends", "executables", "platforms")
+
+
+def _requires(raw: Any, loc: str, key: str = "requires") -> Requires:
     if raw is None:
         return Requires()
-    if not isinstance(raw, dict) or set(raw) - {"modules", "env", "runtime_backends"}:
-        raise RecipeError(f"{loc}: `requires` takes modules, env, runtime_backends")
-    return Requires(**{k: tuple(map(str, _list(v, loc, f"requires.{k}"))) for k, v in raw.items()})
+    allowed = {*_REQUIRES_LISTS, *(("note",) if key == "run_requires" else ())}
+    if not isinstance(raw, dict) or set(raw) - allowed:
+        raise RecipeError(f"{loc}: `{key}` takes {', '.join(sorted(allowed))}")
+    note = raw.get("note", "")
+    if not isinstance(note, str):
+        raise RecipeError(f"{loc}: {key}.note takes text")
+    return Requires(**{k: tuple(map(str, _list(v, loc, f"{key}.{k}"))) for k, v in raw.items() if k != "note"},
+                    note=note.strip())
 
 
 def _capabilities(raw: Any, loc: str) -> Capabilities:

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
-from harness.backends import Backend, get_backend
+from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
@@ -98,7 +99,7 @@ class StageLog:
         return value
 
 
-def _to_numpy(value: Any) -> np.ndarray:
+def _to_numpy(value: Any) -> NDArray[Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -319,7 +320,9 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     rec = decide(item, recipe, outcome, run_id, attempt, control_recipe)
     if bundle_dir and (rec.get("artifacts") or {}).get("bpte"):  # what `bti verify` needs to judge it where it runs
         card = {k: v for k, v in base_record(item, recipe, "").items() if k not in ("kind", "run_id", "attempt")}
-        card.update(tolerance=rec.get("tolerance"), recipe_hash=recipe.hash, status=rec["status"])
+        # a LOWERED item was never compared: its card still names the tolerance its device run is held to
+        card.update(tolerance=rec.get("tolerance") or tolerance(item, recipe, group), recipe_hash=recipe.hash,
+                    status=rec["status"])
         if rec.get("xfail"):
             card["xfail"] = rec["xfail"]
         bpte = Path(bundle_dir) / Path(rec["artifacts"]["bpte"]).name
@@ -377,11 +380,14 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
             facts["program"] = Program(len(blob), hashlib.sha256(blob).hexdigest(), tuple(blobs))
         memory["aot"] = meter.peak()
         memory["aot_growth"] = round(memory["aot"] - start, 1)
+        _stop_if_not_runnable(backend, item, recipe, group, facts, bundle_dir, lowered, blob)
         start = meter.start()
         if backend.runs_programs:  # the record names where the program ran
             facts["runtime"] = recipe.runtime.provider.label if recipe.runtime.provider is not None else "pybind"
         handle = stage(Stage.LOAD, lambda: backend.load(recipe, lowered, blob))
         facts["load_ms"] = round(stage.seconds(Stage.LOAD) * 1000.0, 3)
+        if isinstance(getattr(handle, "runtime_label", None), str):  # run by something else than a provider
+            facts["runtime"] = handle.runtime_label
         outs, samples, provider_facts = _run(backend, handle, recipe, group, stage, stats)
         if is_model_kind(item.case.kind):  # wherever the program runs: in process, or through a runtime provider
             deterministic = _runs_twice_identically(backend, handle, group, outs)
@@ -404,6 +410,22 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     if bundle_dir:
         name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
+
+
+def _stop_if_not_runnable(backend: Backend, item: Item, recipe: Recipe, group: Group, facts: dict[str, Any],
+                          bundle_dir: str | None, lowered: Any, blob: bytes | None) -> None:
+    """Where the recipe's runtime is missing (``run_requires``), the item ends here as LOWERED: lowered, serialized
+    and measured so far. With ``--bundle`` its program is written with the eager outputs as the expected ones, for
+    ``bti verify`` where the runtime is."""
+    gap = run_gap(recipe)
+    if gap is None:
+        return
+    facts["lowered"] = gap
+    if bundle_dir:
+        name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
+        facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref,
+                                            group.ref)
+    raise _Stop
 
 
 def _run(backend: Backend, handle: Any, recipe: Recipe, group: Group, stage: StageLog,
@@ -452,15 +474,22 @@ def _runs_twice_identically(backend: Backend, handle: Any, group: Group, outs: l
     return True
 
 
-def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None,
-             rule: str = "allclose", deterministic: bool | None = None) -> Comparison:
-    refs = group.ref if baseline is None else baseline.outputs
+def tolerance(item: Item, recipe: Recipe, group: Group) -> dict[str, Any]:
+    """What the item's outputs are held to: the recipe's for the dtype, with the case's own where it does not
+    quantize (a quantized recipe keeps only the case's shape-only rule)."""
     tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
     case_tol = group.case_tolerance
     if not recipe.quantized:
         tol.update(case_tol)
     elif case_tol.get("shape_only"):
         tol["shape_only"] = True
+    return tol
+
+
+def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None,
+             rule: str = "allclose", deterministic: bool | None = None) -> Comparison:
+    refs = group.ref if baseline is None else baseline.outputs
+    tol = tolerance(item, recipe, group)
     dtypes = None
     if not group.built.ref_dtype or baseline is not None:
         dtypes = [(_dtype_name(o), _dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
@@ -512,7 +541,7 @@ def _dynamo(compute: str, group: Group, outs: list[Any], refs: list[Any]) -> tup
     return ok, (f"dynamo accuracy rule: {why}" if why else ""), acc
 
 
-def _agreement(task: str, out: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
+def _agreement(task: str, out: NDArray[Any], ref: NDArray[Any]) -> dict[str, Any]:
     if out.shape != ref.shape or out.ndim == 0:
         return {}
     agree = float(np.mean(np.argmax(out, axis=-1) == np.argmax(ref, axis=-1)))

@@ -33,6 +33,7 @@ class Status(StrEnum):
     PASS = "PASS"
     PASS_UNDELEGATED = "PASS_UNDELEGATED"
     SKIP = "SKIP"
+    LOWERED = "LOWERED"
     UNAVAILABLE = "UNAVAILABLE"
     BLOCKED = "BLOCKED"
     XFAIL = "XFAIL"
@@ -65,14 +66,15 @@ class Status(StrEnum):
 
     @property
     def did_not_run(self) -> bool:
-        """Never attempted here: skipped, its backend unavailable, or blocked by its baseline's failure."""
-        return self in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED)
+        """Never run here: skipped, its backend unavailable, blocked by its baseline's failure, or lowered and
+        serialized for a runtime this machine lacks (LOWERED: neither a pass nor a failure)."""
+        return self in (Status.SKIP, Status.LOWERED, Status.UNAVAILABLE, Status.BLOCKED)
 
     @property
     def is_verdict(self) -> bool:
         """An answer about the program itself, stable enough to cache and to triage by: not a crash, a hang, a bti
-        error or a flake."""
-        return self not in (Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY)
+        error or a flake. LOWERED is none either: its program was never run, and runs where the runtime appears."""
+        return self not in (Status.TIMEOUT, Status.CRASH, Status.ERROR, Status.FLAKY, Status.LOWERED)
 
     @property
     def reruns(self) -> bool:
@@ -95,6 +97,8 @@ class Status(StrEnum):
             return Group.PASS
         if self is Status.XFAIL:
             return Group.XFAIL
+        if self is Status.LOWERED:
+            return Group.LOWERED
         return Group.SKIPPED
 
     @property
@@ -110,18 +114,21 @@ class Group(StrEnum):
     PASS = "pass"
     UNDELEGATED = "undelegated"
     XFAIL = "xfail"
+    LOWERED = "lowered"
     SKIPPED = "skipped"
     FAILING = "failing"
 
     @property
     def symbol(self) -> str:
-        """Markdown tables: ✅ delegated pass, 🟡 undelegated pass, ❌, ``xfail``, — not run."""
-        return {Group.PASS: "✅", Group.UNDELEGATED: "🟡", Group.XFAIL: "xfail", Group.FAILING: "❌"}.get(self, "—")
+        """Markdown tables: ✅ delegated pass, 🟡 undelegated pass, ❌, ``xfail``, 📦 lowered (not run here), — not run."""
+        return {Group.PASS: "✅", Group.UNDELEGATED: "🟡", Group.XFAIL: "xfail", Group.FAILING: "❌",
+                Group.LOWERED: "📦"}.get(self, "—")
 
     @property
     def css(self) -> str:
         """The dashboard's cell class."""
-        return {Group.PASS: "pass", Group.UNDELEGATED: "undel", Group.XFAIL: "xfail", Group.SKIPPED: "skip"}.get(self, "fail")
+        return {Group.PASS: "pass", Group.UNDELEGATED: "undel", Group.XFAIL: "xfail", Group.LOWERED: "lowered",
+                Group.SKIPPED: "skip"}.get(self, "fail")
 
     @property
     def outcome(self) -> str:
@@ -130,12 +137,14 @@ class Group(StrEnum):
 
 
 # BLOCKED is not a failure of its own: the baseline's failure, recorded on the baseline's item, is.
-_OK = frozenset({Status.PASS, Status.PASS_UNDELEGATED, Status.SKIP, Status.UNAVAILABLE, Status.XFAIL, Status.BLOCKED})
+_OK = frozenset({Status.PASS, Status.PASS_UNDELEGATED, Status.SKIP, Status.LOWERED, Status.UNAVAILABLE, Status.XFAIL,
+                 Status.BLOCKED})
 
 _LABELS = {
     Status.PASS: "pass",
     Status.PASS_UNDELEGATED: "pass (not delegated)",
     Status.SKIP: "skipped",
+    Status.LOWERED: "lowered and serialized, not run: no runtime here",
     Status.UNAVAILABLE: "backend unavailable",
     Status.BLOCKED: "not compared: the baseline gave no outputs",
     Status.XFAIL: "expected failure",

@@ -96,6 +96,7 @@ class Outcome:
     program: Program | None = None
     load_ms: float | None = None
     runtime: str | None = None  # the runtime provider that ran the program (harness.providers)
+    lowered: str | None = None  # lowered and serialized, not run: why this machine cannot run it (run_requires)
     latency_ms: Mapping[str, float] | None = None
     comparison: Comparison | None = None
     artifacts: Mapping[str, str] | None = None
@@ -235,6 +236,8 @@ def _status(recipe: Recipe | None, item: Item | None, o: Outcome) -> tuple[Statu
     missing = _missing_delegation(recipe, item, part) if recipe is not None and item is not None else ""
     if missing:
         return Status.FAIL_DELEGATION, missing, ErrorInfo("Delegation", missing)
+    if o.lowered is not None:
+        return Status.LOWERED, f"lowered and serialized; not run here: {o.lowered}", None
     if part.get("partitioned") and part.get("delegated_nodes", 0) == 0:
         return (Status.PASS_UNDELEGATED,
                 "correct, but nothing was delegated: " + ", ".join(sorted(part.get("undelegated_ops", {})))[:300], None)

@@ -61,12 +61,16 @@ def test_no_speedups_in_the_environment_reaches_the_plan(monkeypatch: pytest.Mon
 
 
 def test_every_status_has_one_display_group() -> None:
-    assert {s for s in Status if s.did_not_run} == {Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED}
+    assert {s for s in Status if s.did_not_run} == {Status.SKIP, Status.LOWERED, Status.UNAVAILABLE, Status.BLOCKED}
     groups = {s: s.group for s in Status}
     assert groups[Status.PASS] is Group.PASS and groups[Status.PASS_UNDELEGATED] is Group.UNDELEGATED
     assert groups[Status.XFAIL] is Group.XFAIL and groups[Status.BLOCKED] is Group.SKIPPED
     assert all(g is Group.FAILING for s, g in groups.items() if s.is_failure)
-    assert all(s.group is Group.SKIPPED for s in Status if s.did_not_run)
+    assert all(s.group is Group.SKIPPED for s in Status if s.did_not_run and s is not Status.LOWERED)
+    # LOWERED (lowered and serialized, the runtime missing here): neither a pass nor a failure, shown apart
+    assert Status.LOWERED.group is Group.LOWERED and not Status.LOWERED.is_pass and not Status.LOWERED.is_failure
+    assert Status.LOWERED.group.symbol == "📦" and Status.LOWERED.group.css == "lowered"
+    assert Status.LOWERED.group.outcome == "other" and not Status.LOWERED.is_verdict  # never cached: runs where it can
     assert Status.XPASS.group.symbol == "❌" and Status.BLOCKED.group.symbol == "—" and Status.PASS_UNDELEGATED.group.symbol == "🟡"
     assert Status.FLAKY.group.css == "fail" and Status.UNAVAILABLE.group.css == "skip" and Status.XFAIL.group.outcome == "other"
 
@@ -86,6 +90,6 @@ def test_blocked_counts_as_not_run_in_every_report() -> None:
     from harness.report.markdown import recipe_table
 
     row = next(line for line in recipe_table({"recipes": {"x": "h"}}, [rec]) if line.startswith("| `x`"))
-    assert row.split("|")[2:9] == [" 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 1 ", " — "], row  # the blocked column has it
+    assert row.split("|")[2:10] == [" 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 1 ", " — "], row  # the blocked column
     (case,) = [c for suite in build({"kind": "header", "recipes": {"x": "h"}}, [rec]) for c in suite]
     assert case.is_skipped and not case.is_passed

@@ -58,7 +58,7 @@ from harness.errors import RecipeError
 from harness.status import Stage
 
 if TYPE_CHECKING:
-    from harness.recipes import Recipe
+    from harness.recipes import Recipe, Requires
 
 Where = Callable[..., str]  # where(key=None) -> "file:line"
 
@@ -189,23 +189,66 @@ def _checked(backend: Any, name: str, where: str) -> Backend:
 
 def unavailable_reason(recipe: Recipe) -> str | None:
     """Check the recipe's ``requires`` and the backend's own check. Never raises for a missing SDK."""
-    import importlib.util
-    import os
-
     if recipe.options_error:
         return recipe.options_error
-    for var in recipe.requires.env:
-        if not os.environ.get(var):
-            return f"environment variable {var} is not set (the {recipe.name} SDK location)"
-    for mod in recipe.requires.modules:
+    gap = requirement_gap(recipe.requires)
+    if gap:
+        return gap
+    try:
+        backend = get_backend(recipe.backend)
+    except RecipeError as exc:
+        return exc.one_line()
+    return backend.unavailable_reason(recipe)
+
+
+def run_gap(recipe: Recipe) -> str | None:
+    """Why this machine cannot run the recipe's programs, though it lowers them (``run_requires``), else None."""
+    gap = requirement_gap(recipe.run_requires)
+    if gap and recipe.run_requires.note:
+        return f"{gap} ({recipe.run_requires.note})"
+    return gap
+
+
+def requirement_gap(req: Requires) -> str | None:
+    """The first requirement that does not hold here, in words, else None."""
+    import importlib.util
+    import os
+    import shutil
+    import sys
+
+    if req.platforms and sys.platform not in req.platforms:
+        return f"runs on {' or '.join(req.platforms)}, not {sys.platform}"
+    for exe in req.executables:
+        if not (shutil.which(exe) or shutil.which(exe, path=_scripts_dir())):
+            return f"executable {exe!r} is not on PATH"
+    for mod in req.modules:
         try:
             found = importlib.util.find_spec(mod) is not None
         except (ImportError, ValueError):
             found = False
         if not found:
             return f"python package {mod!r} is not installed"
+    for var in req.env:
+        if not os.environ.get(var):
+            return f"environment variable {var} is not set"
+    if req.runtime_backends:
+        have = _runtime_backends()
+        missing = [b for b in req.runtime_backends if b not in have]
+        if missing:
+            return (f"{', '.join(missing)} not registered in this executorch runtime "
+                    f"(registered: {', '.join(sorted(have))})")
+    return None
+
+
+def _scripts_dir() -> str:
+    from harness.backends.arm import scripts_dir
+
+    return scripts_dir()
+
+
+def _runtime_backends() -> set[str]:
     try:
-        backend = get_backend(recipe.backend)
-    except RecipeError as exc:
-        return exc.one_line()
-    return backend.unavailable_reason(recipe)
+        from executorch.runtime import Runtime
+    except ImportError:
+        return set()
+    return set(Runtime.get().backend_registry.registered_backend_names)

@@ -1,7 +1,8 @@
 """ExecuTorch flows: portable (no partitioner) and delegates by partitioner name.
 
 Recipe keys this backend owns (``parse_options``): ``partitioners`` (xnnpack, coreml, vulkan, qnn,
-openvino), ``quantize`` (``{quantizer: xnnpack|openvino, per_channel, dynamic, fold_quantize}``),
+openvino, and the Arm targets tosa, ethos-u, vgf: harness.backends.arm), ``quantize``
+(``{quantizer: xnnpack|openvino|arm, per_channel, dynamic, fold_quantize}``),
 ``compile_specs`` (``{name: value}`` passed to partitioners that take them) and ``edge_compile``
 (``{check_ir_validity: false}`` for delegates that consume non-core ops). It also honours the
 common ``requires.runtime_backends``. Stages: quantize (when ``quantize`` is set), lower, serialize,
@@ -17,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from harness.backends import BaseBackend, Where, check_keys
+from harness.backends import BaseBackend, Where, arm, check_keys
 from harness.errors import RecipeError
 from harness.providers import Loaded, PybindProvider, RunOptions
 from harness.speedups import lazy_recompile
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
     from harness.recipes import Recipe
 
 _SKIP_NODES = {"getitem", "executorch_call_delegate"}
-PARTITIONERS = ("xnnpack", "coreml", "vulkan", "qnn", "openvino")
-QUANTIZERS = ("xnnpack", "openvino")
+PARTITIONERS = ("xnnpack", "coreml", "vulkan", "qnn", "openvino", *arm.PARTITIONERS)
+QUANTIZERS = ("xnnpack", "openvino", "arm")
 # Only pure-Python lowering paths are warmed in the parent: a vendor backend could crash the parent
 # (which holds the results file), and a runtime with its own thread pool (OpenVINO's TBB) would make
 # every later fork unsafe.
@@ -60,12 +61,6 @@ class ExecuTorchOptions:
         return "int8" if self.quantize is not None else None
 
 
-def registered_runtime_backends() -> set[str]:
-    from executorch.runtime import Runtime
-
-    return set(Runtime.get().backend_registry.registered_backend_names)
-
-
 def _options(recipe: Recipe) -> ExecuTorchOptions:
     opts = recipe.options
     if opts is None:
@@ -88,9 +83,7 @@ def _partitioner(name: str, recipe: Recipe) -> Any:
 
         return XnnpackPartitioner()
     if name == "coreml":
-        from executorch.backends.apple.coreml.partition import CoreMLPartitioner
-
-        return CoreMLPartitioner()
+        return _coreml_partitioner(specs)
     if name == "vulkan":
         from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner
 
@@ -105,7 +98,29 @@ def _partitioner(name: str, recipe: Recipe) -> Any:
         from executorch.backends.qualcomm.partition.qnn_partitioner import QnnPartitioner
 
         return QnnPartitioner(specs)  # needs the QNN SDK; recipes gate this on QNN_SDK_ROOT
-    raise ValueError(f"unknown partitioner {name!r} (known: xnnpack, coreml, vulkan, openvino, qnn)")
+    if name in arm.PARTITIONERS:
+        return arm.partitioner(name, specs)
+    raise ValueError(f"unknown partitioner {name!r} (known: {', '.join(PARTITIONERS)})")
+
+
+def _coreml_partitioner(specs: Mapping[str, Any]) -> Any:
+    """``compile_specs``: ``minimum_deployment_target`` (coremltools' ``target`` name, e.g. iOS17: fp16 inputs need
+    iOS16+) and ``compute_precision`` (float16, coremltools' default, or float32)."""
+    import coremltools as ct  # type: ignore[import-untyped]
+    from executorch.backends.apple.coreml.compiler import CoreMLBackend
+    from executorch.backends.apple.coreml.partition import CoreMLPartitioner
+
+    kwargs: dict[str, Any] = {}
+    if "minimum_deployment_target" in specs:
+        kwargs["minimum_deployment_target"] = getattr(ct.target, str(specs["minimum_deployment_target"]))
+    if "compute_precision" in specs:
+        kwargs["compute_precision"] = getattr(ct.precision, str(specs["compute_precision"]).upper())
+    return CoreMLPartitioner(compile_specs=CoreMLBackend.generate_compile_specs(**kwargs))
+
+
+def _arm_target(opts: ExecuTorchOptions) -> str | None:
+    """The recipe's Arm partitioner (tosa, ethos-u, vgf), if it has one."""
+    return next((p for p in opts.partitioners if p in arm.PARTITIONERS), None)
 
 
 def _quantizer(cfg: Quantize) -> Any:
@@ -189,14 +204,7 @@ class ExecuTorchBackend(BaseBackend):
     def unavailable_reason(self, recipe: Recipe) -> str | None:
         if recipe.options is not None and not isinstance(recipe.options, ExecuTorchOptions):
             return _foreign_options(recipe)
-        needed = recipe.requires.runtime_backends
-        if needed:
-            have = registered_runtime_backends()
-            missing = [b for b in needed if b not in have]
-            if missing:
-                return (f"{', '.join(missing)} not registered in this executorch runtime "
-                        f"(registered: {', '.join(sorted(have))})")
-        return None
+        return None  # requires.runtime_backends: checked with the rest of ``requires`` (harness.backends)
 
     def warm(self, recipe: Recipe, lower: bool) -> None:
         """Imports (always), then one tiny lowering when every partitioner is pure Python."""
@@ -226,7 +234,14 @@ class ExecuTorchBackend(BaseBackend):
 
         load_quantized_kernels()
 
-        prepared = prepare_pt2e(ep.module(), self.quantizer(cfg))
+        target = _arm_target(_options(recipe))
+        if cfg.quantizer == "arm":  # paired with the partitioner's compile spec, which the quantizer needs
+            if target is None:
+                raise RecipeError(f"recipe {recipe.name}: quantizer arm needs an Arm partitioner ({', '.join(arm.PARTITIONERS)})")
+            quantizer = arm.quantizer(target, _options(recipe).compile_specs, cfg.per_channel, cfg.dynamic)
+        else:
+            quantizer = self.quantizer(cfg)
+        prepared = prepare_pt2e(ep.module(), quantizer)
         with torch.no_grad():
             for inputs in _calibration_sets(built):
                 prepared(*inputs)
@@ -239,10 +254,13 @@ class ExecuTorchBackend(BaseBackend):
         opts = _options(recipe)
         parts = [self.partitioner(p, recipe) for p in opts.partitioners]
         config = EdgeCompileConfig(_check_ir_validity=opts.check_ir_validity)
-        with lazy_recompile():
+        vela: list[dict[str, Any]] = []
+        with lazy_recompile(), arm.vela_estimates(vela):
             edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)
         program = edge.exported_program()
         stats = partition_stats(program.graph_module, bool(parts))
+        if vela:  # the Ethos-U compiler's own figures for this program
+            stats["vela"] = arm.summarize(vela)
         stats["input_mutations"] = _input_mutation_outputs(program)
         return edge, stats
 
@@ -251,10 +269,15 @@ class ExecuTorchBackend(BaseBackend):
             buf = bytes(lowered.to_executorch().buffer)
         return buf, delegate_blobs(buf)
 
-    def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Loaded | Deferred:
+    def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Loaded | Deferred | arm.ReferenceModel | arm.CorstoneRun:
         """In this process (pybind) the program loads here, timed as the load stage; another provider
         loads it where it runs, and reports its own load time."""
         assert blob is not None
+        target = _arm_target(_options(recipe))
+        if target == "tosa":  # no TOSA runtime in ExecuTorch's pybindings: the TOSA reference model runs it
+            return arm.reference_model(lowered)
+        if target == "ethos-u":  # reached only where the recipe's run_requires hold: an FVP and a runner ELF
+            return arm.corstone(lowered, str(_options(recipe).compile_specs.get("target", "ethos-u55-128")))
         mutations = _input_mutation_outputs(lowered.exported_program()) if lowered is not None else 0
         spec = recipe.runtime.provider
         if spec is not None and spec.kind != "pybind":
@@ -262,14 +285,18 @@ class ExecuTorchBackend(BaseBackend):
         PybindProvider.set_threads(recipe.runtime.threads)
         return PybindProvider.load(blob, "forward", mutations)
 
-    def run(self, handle: Loaded | Deferred, inputs: tuple[Any, ...]) -> list[Any]:
+    def run(self, handle: Loaded | Deferred | arm.ReferenceModel | arm.CorstoneRun, inputs: tuple[Any, ...]) -> list[Any]:
+        if isinstance(handle, arm.ReferenceModel):
+            return arm.run_reference(handle, inputs)
+        if isinstance(handle, arm.CorstoneRun):
+            return arm.run_corstone(handle, inputs)
         if isinstance(handle, Deferred):
             return self.execute(handle, inputs, 0, 1)[0]
         return PybindProvider.run(handle, inputs)
 
-    def execute(self, handle: Loaded | Deferred, inputs: tuple[Any, ...], warmup: int,
+    def execute(self, handle: Loaded | Deferred | arm.ReferenceModel | arm.CorstoneRun, inputs: tuple[Any, ...], warmup: int,
                 repeats: int) -> tuple[list[Any], list[float], dict[str, Any]]:
-        if isinstance(handle, Loaded):  # through self.run: a vendor subclass's own run() is what gets timed
+        if not isinstance(handle, Deferred):  # through self.run: a vendor subclass's own run() is what gets timed
             return super().execute(handle, inputs, warmup, repeats)
         from harness.settings import current
 

@@ -36,13 +36,15 @@ def list_cmd(list_recipes: bool, coverage: bool, **kw: Any) -> None:
 
 
 def _print_recipes(names: tuple[str, ...]) -> None:
-    from harness.backends import unavailable_reason
+    from harness.backends import run_gap, unavailable_reason
     from harness.recipes import available_recipe_files, load_recipe
 
     for name in names or sorted(available_recipe_files()):
         recipe = load_recipe(name)
         reason = unavailable_reason(recipe)
         state = "available" if reason is None else f"UNAVAILABLE: {reason}"
+        if reason is None and (gap := run_gap(recipe)):
+            state = f"lowers only (LOWERED): {gap}"
         click.echo(f"{recipe.name}\t{state}\t{recipe.description}")
 
 

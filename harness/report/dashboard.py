@@ -31,6 +31,13 @@ def _tooltip(rec: Record) -> str:
     part = rec.get("partition") or {}
     if part.get("total_nodes"):
         bits.append(f"delegated {part.get('delegated_nodes', 0)}/{part['total_nodes']} nodes")
+    vela = part.get("vela")
+    if isinstance(vela, dict) and vela:  # the Ethos-U compiler's estimates: a LOWERED item's numbers
+        bits.append(f"vela: {fmt_num(vela.get('cycles_total'))} cycles, {fmt_num(vela.get('inference_time_ms'))} ms, "
+                    f"SRAM {fmt_num(vela.get('sram_kib'))} KiB, flash {fmt_num(vela.get('flash_kib'))} KiB, "
+                    f"{vela.get('npu_operators', '?')} NPU / {vela.get('cpu_operators', '?')} CPU ops")
+    if rec.get("pte_bytes"):
+        bits.append(f".pte {rec['pte_bytes']} bytes")
     acc = rec.get("accuracy")
     if isinstance(acc, dict) and acc:
         bits.append(", ".join(f"{k} {fmt_num(v, 4) if not isinstance(v, (bool, str)) else v}" for k, v in sorted(acc.items())))

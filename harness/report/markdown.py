@@ -30,14 +30,23 @@ def header_lines(header: dict[str, Any]) -> list[str]:
 
 
 def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
-    lines = ["| recipe | pass | fail | xfail | skip | unavailable | blocked | pass rate |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    not_run = [st for st in Status if st.did_not_run]  # skip, lowered (not run here), unavailable, blocked
+    lines = ["| recipe | pass | fail | xfail | " + " | ".join(st.value.lower() for st in not_run) + " | pass rate |",
+             "|---|" + "---:|" * (4 + len(not_run))]
     for name, s in by_recipe(header, records).items():
         rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
-        not_run = " | ".join(str(s.counts[st]) for st in Status if st.did_not_run)  # skip, unavailable, blocked
-        lines.append(f"| {safe.code(name)} | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {not_run} | {rate} |")
+        counts = " | ".join(str(s.counts[st]) for st in not_run)
+        lines.append(f"| {safe.code(name)} | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {counts} | {rate} |")
     unavailable = [(n, s.unavailable) for n, s in by_recipe(header, records).items() if s.unavailable]
     for name, why in unavailable:
         lines.append(f"\n> {safe.code(name)} is unavailable here: {_esc(why or '')}")
+    lowered: dict[str, list[Record]] = {}
+    for rec in records:
+        if status_of(rec) is Status.LOWERED:
+            lowered.setdefault(rec["recipe"], []).append(rec)
+    for name, recs in lowered.items():  # measured up to the runtime it needs, and said apart from a pass or a failure
+        lines.append(f"\n> {safe.code(name)}: {len(recs)} item(s) lowered and serialized, not run here: "
+                     f"{_esc((recs[0].get('detail') or '')[:300])}")
     return lines
 
 

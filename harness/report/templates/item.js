@@ -69,6 +69,7 @@
       main.appendChild(el('p', (part.delegated_nodes || 0) + ' of ' + part.total_nodes + ' nodes delegated'));
       if (list(part.delegated_ops).length) { main.appendChild(el('p', 'delegated: ' + list(part.delegated_ops).join(', '))); }
       if (list(part.undelegated_ops).length) { main.appendChild(el('p', 'left on the CPU: ' + list(part.undelegated_ops).join(', '))); }
+      if (part.vela) { main.appendChild(el('p', 'vela estimates (Ethos-U compiler): ' + kv(part.vela))); }
     }
     var outs = list(rec.outputs).map(obj);
     if (outs.length) {
