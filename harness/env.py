@@ -35,7 +35,8 @@ def installed(package: str) -> dict[str, Any]:
 
 # Packages a verdict can depend on beside torch and executorch: each is in the cache key.
 VERDICT_PACKAGES = ("torch", "executorch", "torchao", "openvino", "nncf", "transformers", "torchvision", "timm",
-                    "onnxruntime", "onnxscript", "coremltools", "numpy")
+                    "onnxruntime", "onnxscript", "coremltools", "numpy", "tosa-tools", "ethos-u-vela",
+                    "ai-ml-sdk-model-converter")
 
 
 def verdict_versions() -> dict[str, str]:

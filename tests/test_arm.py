@@ -117,6 +117,18 @@ def test_ethos_u_and_vgf_lower_and_stop_as_lowered_with_vela_estimates(bti, tmp_
     assert card["status"] == "LOWERED" and card["tolerance"] == {"sqnr_db": 10.0}  # what the device run is held to
     dashboard = (tmp_path / "dashboard.html").read_text()
     assert "vela: " in dashboard and "LOWERED" in dashboard
+    badge = json.loads((tmp_path / "badge-arm-ethos-u55.json").read_text())
+    assert badge["message"] == "1 lowered, not run here" and badge["color"] == "lightgrey"
+    from harness.report.comment import render
+
+    header, all_records = load(tmp_path / "results.jsonl")
+    comment = render("arm", header, all_records, None)
+    assert "| recipe | passed | ran | rate | vs base | 📦 lowered, not run here |" in comment
+    assert "| `arm-ethos-u55` | 0 | 0 | — |  | 1 |" in comment
+    site = tmp_path / "site"
+    assert bti("portal", str(tmp_path / "results.jsonl"), "-o", str(site)).code == 0
+    assert '<option value="lowered">' in (site / "index.html").read_text()
+    assert '["LOWERED","lowered",' in (site / "matrix.json").read_text()
 
 
 def test_run_requires_decides_between_lowered_and_a_real_run(bti, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.report.summary import RecipeSummary, by_recipe
 from harness.results import Record, atomic_write_text
+from harness.status import Status
 
 # pass-rate floor (%) -> colour; the first floor reached wins
 THRESHOLDS: tuple[tuple[float, str], ...] = ((95.0, "brightgreen"), (80.0, "yellowgreen"), (50.0, "orange"), (0.0, "red"))
@@ -25,7 +26,8 @@ def colour(passed: int, ran: int) -> str:
 def badge_fields(summaries: list[RecipeSummary], label: str) -> dict[str, Any]:
     passed = sum(s.passed for s in summaries)
     ran = sum(s.ran for s in summaries)
-    message = f"{passed}/{ran}" if ran else "unavailable"
+    lowered = sum(s.counts[Status.LOWERED] for s in summaries)
+    message = f"{passed}/{ran}" if ran else f"{lowered} lowered, not run here" if lowered else "unavailable"
     return {"schemaVersion": 1, "label": label, "message": message, "color": colour(passed, ran)}
 
 

@@ -14,6 +14,7 @@ from harness.report import safe
 from harness.report.compare import Change, Comparison
 from harness.report.summary import attempts_line, by_recipe, failures, flaky, triage_line
 from harness.results import Record
+from harness.status import Status
 
 LIMIT = 65_536
 CAP_FAILURES = 50
@@ -91,14 +92,18 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
         why = f": {safe.inline(no_base_reason, 300)}" if no_base_reason else ""
         out += [f"_No base results to compare against{why}._", ""]
     base_rates = by_recipe({}, base_records) if base_records else {}
-    out += ["### Pass rate per recipe", "", "| recipe | passed | ran | rate | vs base |", "|---|---:|---:|---:|---:|"]
-    for name, s in by_recipe(header, records).items():
+    recipes = by_recipe(header, records)
+    # a recipe lowered here for a runtime this runner lacks (LOWERED) gets a column: neither passed nor ran
+    lowered = any(s.counts[Status.LOWERED] for s in recipes.values())
+    extra = (" 📦 lowered, not run here |", "---:|") if lowered else ("", "")
+    out += ["### Pass rate per recipe", "", f"| recipe | passed | ran | rate | vs base |{extra[0]}", f"|---|---:|---:|---:|---:|{extra[1]}"]
+    for name, s in recipes.items():
         rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
         delta = ""
         if name in base_rates and base_rates[name].ran and s.ran:
             d = s.pass_rate - base_rates[name].pass_rate
             delta = f"{d:+.1f} pp" if abs(d) >= 0.05 else "="
-        out.append(f"| {safe.code(name)} | {s.passed} | {s.ran} | {rate} | {delta} |")
+        out.append(f"| {safe.code(name)} | {s.passed} | {s.ran} | {rate} | {delta} |" + (f" {s.counts[Status.LOWERED]} |" if lowered else ""))
     out.append("")
     if comparison is not None:
         sections = [("New failures", comparison.new_failures, CAP_FAILURES, True), ("Fixed", comparison.fixed, CAP_OTHER, False),

@@ -187,7 +187,8 @@ def load_runs(paths: list[Path]) -> list[Run]:
 
 
 # the packages of a backend's own that can change its verdicts, beside torch, executorch and torchao
-BACKEND_PACKAGES = {"executorch": ("openvino", "nncf", "coremltools"), "onnxruntime": ("onnxruntime", "onnxscript")}
+BACKEND_PACKAGES = {"executorch": ("openvino", "nncf", "coremltools", "tosa-tools", "ethos-u-vela", "ai-ml-sdk-model-converter"),
+                    "onnxruntime": ("onnxruntime", "onnxscript")}
 
 
 def stack_of(run: Run, recipe: str) -> str:
