@@ -12,13 +12,12 @@ ARGS    ?=
 # the tests run on two pytest-xdist workers; act's scenarios share one of them (tests/conftest.py)
 XDIST   ?= -n 2 --dist loadgroup
 # `make test` runs every test on PAIR, then these on the other pair: export, quantize, lower and run for real
-# (test_e2e), the start-up check and per-version rules, the speedups with and without (test_versions, test_speedups_*),
+# (test_e2e, and test_arm: Arm TOSA on the reference model, Ethos-U/VGF lowered), the start-up check and per-version rules, the speedups with and without (test_versions, test_speedups_*),
 # and the C++ runner built against the other wheel layout
 # the vision extra (torchvision, timm) needs torch >= 2.14: the 1.4 pair goes without it (tv-models: UNAVAILABLE)
 comma   := ,
-# the arm extra (tosa-tools, vela, the VGF converter): on the 1.5 pair, whose Arm backend bti is tested with
-EXTRAS  := test,openvino,models,onnx$(if $(filter 1.5,$(PAIR)),$(comma)vision$(comma)arm)
-PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_speedups_graph.py tests/test_speedups_quant.py \
+EXTRAS  := test,openvino,models,onnx,arm$(if $(filter 1.5,$(PAIR)),$(comma)vision)
+PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_arm.py tests/test_speedups_graph.py tests/test_speedups_quant.py \
               tests/test_providers.py::test_verify_through_the_cpp_runner_matches_pybind_bit_for_bit
 
 .PHONY: run test test-pair lint setup clean browser toolchain docs

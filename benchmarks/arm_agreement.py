@@ -7,6 +7,7 @@ subtest ``test_<op>_<fn>[<flow>-<params>]`` #n is bti's case ``upstream.<op>.<fn
 
     .venv/bin/python benchmarks/arm_agreement.py                       # arm_tosa_fp and arm_tosa_int, every op file
     .venv/bin/python benchmarks/arm_agreement.py --files add,mul,conv2d --flows arm_tosa_fp
+    .venv/bin/python benchmarks/arm_agreement.py --reuse-upstream     # bti again, upstream's report kept in --out
 
 Verdicts are compared in upstream's classes: pass (delegated or not), skip, or a failure at a stage (quantize,
 lower, load, run, output mismatch). A test whose own model fails in eager PyTorch is upstream's "Skip" with the error
@@ -57,14 +58,16 @@ def case_id(nodeid: str, flow: str, subtest: int) -> str:
     return f"upstream.{op}.{variant}_{subtest}".replace("[", "_").replace("]", "_")
 
 
-def upstream(flow: str, files: list[str] | None, jobs: int, out: Path) -> tuple[dict[str, tuple[str, str]], float]:
+def upstream(flow: str, files: list[str] | None, jobs: int, out: Path,
+             reuse: bool = False) -> tuple[dict[str, tuple[str, str]], float]:
     suite = suite_dir()
     paths = [str(suite / f"test_{f}.py") for f in files] if files else [str(suite)]
     report = out / f"upstream-{flow}.json"
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "-n", str(jobs), "-q", "-p", "no:cacheprovider", "-m", f"flow_{flow}",
-                    "--rootdir", str(suite.parent), "--json-report", f"--json-report-file={report}", *paths],
-                   capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if not (reuse and report.exists()):
+        subprocess.run([sys.executable, "-m", "pytest", "-n", str(jobs), "-q", "-p", "no:cacheprovider", "-m", f"flow_{flow}",
+                        "--rootdir", str(suite.parent), "--json-report", f"--json-report-file={report}", *paths],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     verdicts: dict[str, tuple[str, str]] = {}
     for test in json.loads(report.read_text())["tests"]:
@@ -100,12 +103,13 @@ def main() -> int:
     ap.add_argument("--files", default="", help="comma-separated op files (test_<op>.py); default: all")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("out-agreement"))
+    ap.add_argument("--reuse-upstream", action="store_true", help="read upstream's report from --out if it is there")
     ns = ap.parse_args()
     files = [f for f in ns.files.split(",") if f] or None
     ns.out.mkdir(parents=True, exist_ok=True)
     for flow in ns.flows.split(","):
         recipe = FLOWS[flow]
-        up, up_wall = upstream(flow, files, ns.jobs, ns.out)
+        up, up_wall = upstream(flow, files, ns.jobs, ns.out, ns.reuse_upstream)
         ours, bti_wall = bti(recipe, files, ns.jobs, ns.out)
         both = sorted(set(up) & set(ours))
         agree = [c for c in both if up[c][0] == ours[c][0]]

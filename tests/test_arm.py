@@ -103,7 +103,7 @@ def test_ethos_u_and_vgf_lower_and_stop_as_lowered_with_vela_estimates(bti, tmp_
         assert [b["backend"] for b in rec["delegate_blobs"]] == ["EthosUBackend"] and rec["pte_bytes"] > 0
         velas[name] = vela
     assert velas["arm-ethos-u55"]["config"].startswith("Ethos_U55_128")
-    assert velas["arm-ethos-u85"]["config"].startswith("Ethos_U85_256")
+    assert velas["arm-ethos-u85"]["config"].startswith("Ethos_U85_128")
     assert velas["arm-ethos-u55"]["cycles_total"] != velas["arm-ethos-u85"]["cycles_total"]
     # JUnit: skipped, with the reason; the device bundle is written for `bti verify` where the runtime is
     cases = [c for s in JUnitXml.fromfile(str(tmp_path / "junit.xml")) for c in s if c.name.endswith("@arm-ethos-u55")]
@@ -189,3 +189,26 @@ def test_the_periodic_sweep_runs_every_shipped_recipe_with_the_arm_extra() -> No
     shipped = {p.stem for p in (ROOT / "recipes").glob("*.yaml")} - {"torch-privateuse1"}  # a template to copy
     assert shipped <= set(default), shipped - set(default)
     assert "arm" in job["extras"].split(",")
+
+
+def test_where_an_fvp_is_installed_ethos_u_programs_go_to_it(bti, tmp_path: Path) -> None:
+    """With the FVP on PATH and a runner ELF named, the item runs: upstream's run_corstone writes the program and the
+    inputs and starts the FVP with the ELF. The FVP here is a stand-in that records its command line and produces no
+    outputs, so the item is FAIL_RUN: what is tested is bti's path to a real FVP, not an FVP."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fvp = tools / "FVP_Corstone_SSE-300_Ethos-U55"
+    seen = tmp_path / "fvp-args.txt"
+    fvp.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {seen}\nexit 0\n")
+    fvp.chmod(fvp.stat().st_mode | stat.S_IXUSR)
+    elf = tmp_path / "arm_executor_runner.elf"
+    elf.write_bytes(b"\x7fELF")
+    res = bti("run", "-s", "smoke", "-k", "op.relu.basic*", "--shape", "static", "-r", "arm-ethos-u55", "--no-reuse",
+              "-o", str(tmp_path / "out"), env={"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
+                                                 "ARM_EXECUTOR_RUNNER": str(elf)})
+    assert res.code == 1, res.err
+    (rec,) = [r for r in load(tmp_path / "out" / "results.jsonl")[1] if r["status"] != "SKIP"]
+    assert rec["status"] == "FAIL_RUN" and rec["runtime"] == "corstone-fvp", rec
+    args = seen.read_text().splitlines()
+    assert args[args.index("-a") + 1] == str(elf) and "ethosu.num_macs=128" in args
+    assert any("semihosting-cmd_line='executor_runner -m program.pte -o out -i i0.bin'" in a for a in args)

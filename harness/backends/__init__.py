@@ -221,6 +221,9 @@ def requirement_gap(req: Requires) -> str | None:
     for exe in req.executables:
         if not (shutil.which(exe) or shutil.which(exe, path=_scripts_dir())):
             return f"executable {exe!r} is not on PATH"
+    for var in req.env:  # an SDK's location first: it says more than the module the SDK would bring
+        if not os.environ.get(var):
+            return f"environment variable {var} is not set"
     for mod in req.modules:
         try:
             found = importlib.util.find_spec(mod) is not None
@@ -228,9 +231,6 @@ def requirement_gap(req: Requires) -> str | None:
             found = False
         if not found:
             return f"python package {mod!r} is not installed"
-    for var in req.env:
-        if not os.environ.get(var):
-            return f"environment variable {var} is not set"
     if req.runtime_backends:
         have = _runtime_backends()
         missing = [b for b in req.runtime_backends if b not in have]
