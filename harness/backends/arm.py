@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import inspect
 import io
 import os
 import re
@@ -169,13 +170,15 @@ def vela_estimates(into: list[dict[str, Any]]) -> Iterator[None]:
         yield
         return
     original = ethosu.vela_compile
+    signature = inspect.signature(original)  # its keywords differ between executorch releases (block_placements)
 
-    def compile_and_keep(tosa: bytes, args: list[str], verbose: bool = False, intermediate_path: str | None = None,
-                         block_placements: Any = None) -> Any:
+    def compile_and_keep(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
         with tempfile.TemporaryDirectory(prefix="bti-vela-") as tmp:
+            bound.arguments["intermediate_path"] = tmp
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed):
-                result = original(tosa, args, verbose, intermediate_path=tmp, block_placements=block_placements)
+                result = original(*bound.args, **bound.kwargs)
             into.append(_summary(Path(tmp), printed.getvalue()))
         return result
 
