@@ -408,8 +408,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     rule = str(recipe.accuracy.rule or backend.accuracy_rule or "allclose")
     facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs, refs, rule, deterministic))
     if bundle_dir:
-        name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
-        facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref, outs)
+        facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), _bundle_name(item), lowered, blob, group.built.run,
+                                            group.ref, outs)
 
 
 def _stop_if_not_runnable(backend: Backend, item: Item, recipe: Recipe, group: Group, facts: dict[str, Any],
@@ -422,10 +422,14 @@ def _stop_if_not_runnable(backend: Backend, item: Item, recipe: Recipe, group: G
         return
     facts["lowered"] = gap
     if bundle_dir:
-        name = re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
-        facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), name, lowered, blob, group.built.run, group.ref,
-                                            group.ref)
+        facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), _bundle_name(item), lowered, blob, group.built.run,
+                                            group.ref, group.ref)
     raise _Stop
+
+
+def _bundle_name(item: Item) -> str:
+    """The file name of an item's device bundle (``--bundle``)."""
+    return re.sub(r"[^\w.@-]+", "_", item.id).strip("_")
 
 
 def _run(backend: Backend, handle: Any, recipe: Recipe, group: Group, stage: StageLog,

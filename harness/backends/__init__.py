@@ -48,6 +48,8 @@ in the ``bti.backends`` group, pointing at a class with that interface, or a rec
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib.metadata import entry_points
@@ -212,14 +214,11 @@ def run_gap(recipe: Recipe) -> str | None:
 def requirement_gap(req: Requires) -> str | None:
     """The first requirement that does not hold here, in words, else None."""
     import importlib.util
-    import os
-    import shutil
-    import sys
 
     if req.platforms and sys.platform not in req.platforms:
         return f"runs on {' or '.join(req.platforms)}, not {sys.platform}"
     for exe in req.executables:
-        if not (shutil.which(exe) or shutil.which(exe, path=_scripts_dir())):
+        if not find_executable(exe):
             return f"executable {exe!r} is not on PATH"
     for var in req.env:  # an SDK's location first: it says more than the module the SDK would bring
         if not os.environ.get(var):
@@ -240,10 +239,13 @@ def requirement_gap(req: Requires) -> str | None:
     return None
 
 
-def _scripts_dir() -> str:
-    from harness.backends.arm import scripts_dir
+def find_executable(name: str) -> str | None:
+    """``name`` on PATH, else beside this interpreter: where pip puts a package's executables (a venv's ``bin``,
+    which a venv used without activating leaves off PATH)."""
+    import shutil
+    import sysconfig
 
-    return scripts_dir()
+    return shutil.which(name) or shutil.which(name, path=sysconfig.get_path("scripts") or os.path.dirname(sys.executable))
 
 
 def _runtime_backends() -> set[str]:

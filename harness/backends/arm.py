@@ -27,8 +27,6 @@ import io
 import os
 import re
 import shutil
-import sys
-import sysconfig
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -37,10 +35,9 @@ from typing import Any
 
 PARTITIONERS = ("tosa", "ethos-u", "vgf")
 RUNTIME_LABEL = {"tosa": "tosa-reference-model", "ethos-u": "corstone-fvp"}
-# the FVP that runs each Ethos-U family, and upstream's name for its board (run_corstone's target_board)
-FVP = {"ethos-u55": ("FVP_Corstone_SSE-300_Ethos-U55", "corstone-300"),
-       "ethos-u65": ("FVP_Corstone_SSE-300_Ethos-U65", "corstone-300-u65"),
-       "ethos-u85": ("FVP_Corstone_SSE-320", "corstone-320")}
+# upstream's name (run_corstone's target_board) for the board whose FVP runs each Ethos-U family; the FVP
+# executables themselves are the recipes' run_requires
+BOARD = {"ethos-u55": "corstone-300", "ethos-u65": "corstone-300-u65", "ethos-u85": "corstone-320"}
 
 
 def compile_spec(name: str, specs: Mapping[str, Any]) -> Any:
@@ -81,16 +78,11 @@ def quantizer(name: str, specs: Mapping[str, Any], per_channel: bool, dynamic: b
 def _find_model_converter() -> None:
     """ExecuTorch looks for ``model-converter`` on PATH; the PyPI package puts it beside this interpreter, which a
     venv used without activating leaves off PATH. Point ExecuTorch's own variable at it (this process only)."""
-    if os.environ.get("MODEL_CONVERTER_PATH") or shutil.which("model-converter"):
-        return
-    found = shutil.which("model-converter", path=scripts_dir())
-    if found:
+    from harness.backends import find_executable
+
+    found = find_executable("model-converter")
+    if found and not os.environ.get("MODEL_CONVERTER_PATH") and not shutil.which("model-converter"):
         os.environ["MODEL_CONVERTER_PATH"] = found
-
-
-def scripts_dir() -> str:
-    """Where this interpreter's packages install their executables (a venv's ``bin``)."""
-    return sysconfig.get_path("scripts") or os.path.dirname(sys.executable)
 
 
 # -- running: the TOSA reference model -----------------------------------------------------------------------------
@@ -139,9 +131,9 @@ class CorstoneRun:
 
 
 def corstone(lowered: Any, target: str) -> CorstoneRun:
-    board = next((b for prefix, (_, b) in FVP.items() if target.startswith(prefix)), None)
+    board = next((b for prefix, b in BOARD.items() if target.startswith(prefix)), None)
     if board is None:
-        raise ValueError(f"no Corstone FVP runs {target!r} (known: {', '.join(FVP)})")
+        raise ValueError(f"no Corstone FVP runs {target!r} (known: {', '.join(BOARD)})")
     return CorstoneRun(lowered.to_executorch(), board, os.environ["ARM_EXECUTOR_RUNNER"])
 
 
