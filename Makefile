@@ -22,7 +22,13 @@ PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_arm.py tests/t
 
 .PHONY: run test test-pair lint setup clean browser toolchain docs
 
+# a new venv needs this much free disk (measured: .venv 7.1 GB with torch's CUDA wheels, .venv-1.4 2.6 GB; the
+# tests' temporary files take about 2 GB more): said in one line before pip fails half-way with ENOSPC
+NEED_GB := $(if $(filter 1.5,$(PAIR)),10,4)
+
 $(STAMP): pyproject.toml package.json constraints/executorch-$(PAIR).txt
+	@test -x $(VENV)/bin/python || { free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); \
+	  [ "$$free" -ge $(NEED_GB) ] || { echo "bti: $(VENV) (executorch $(PAIR)) needs about $(NEED_GB) GB of free disk here; $$free GB free"; exit 2; }; }
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -c constraints/executorch-$(PAIR).txt -e ".[$(EXTRAS)]"

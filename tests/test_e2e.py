@@ -79,10 +79,14 @@ def test_quantized_recipe_and_model(bti, tmp_path: Path) -> None:
 
 def test_unavailable_and_lowered_only_recipes_are_reported_not_dropped(bti, tmp_path: Path) -> None:
     """QNN cannot even lower without its SDK (UNAVAILABLE); Core ML and Vulkan lower and serialize here, and stop
-    there (LOWERED): their runtimes are not in ExecuTorch's Linux wheel. Neither is a pass or a failure."""
+    there (LOWERED): their runtimes are not in ExecuTorch's Linux wheel. Neither is a pass or a failure.
+    Nothing is left in the temporary directory (coremltools left a ``tmp*.mlpackage`` per item there)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     res = bti("run", "-s", "smoke", "-k", "op.relu.*", "-r", "coreml", "-r", "vulkan", "-r", "qnn", "-r", "portable",
-              "-o", str(tmp_path), "--no-reuse", env={"QNN_SDK_ROOT": ""})
+              "-o", str(tmp_path), "--no-reuse", env={"QNN_SDK_ROOT": "", "TMPDIR": str(scratch)})
     assert res.code == 0, res.err
+    assert sorted(p.name for p in scratch.iterdir() if not p.name.startswith("torchinductor_")) == []  # a cache
     header, records = load(tmp_path / "results.jsonl")
     by = {r["recipe"]: r for r in records}
     assert {k: r["status"] for k, r in by.items()} == {"coreml": "LOWERED", "vulkan": "LOWERED", "qnn": "UNAVAILABLE",

@@ -11,8 +11,11 @@ load, run.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -34,6 +37,22 @@ QUANTIZERS = ("xnnpack", "openvino", "arm")
 # (which holds the results file), and a runtime with its own thread pool (OpenVINO's TBB) would make
 # every later fork unsafe.
 WARM_PARTITIONERS = frozenset({"xnnpack"})
+
+
+@contextlib.contextmanager
+def scratch_tempdir() -> Iterator[Path]:
+    """Point ``tempfile`` at a fresh directory for the block, then remove it. Delegates' compilers leave their
+    temporary files behind (coremltools left one ``tmp*.mlpackage`` per item in the system temp directory: 322 from
+    360 ops), and a sweep of thousands of items must not fill the runner's disk."""
+    previous = tempfile.tempdir
+    scratch = tempfile.mkdtemp(prefix="bti-lower-")
+    tempfile.tempdir = scratch
+    try:
+        yield Path(scratch)
+    finally:
+        tempfile.tempdir = previous
+        shutil.rmtree(scratch, ignore_errors=True)
+
 
 
 @dataclass(frozen=True)
@@ -255,7 +274,7 @@ class ExecuTorchBackend(BaseBackend):
         parts = [self.partitioner(p, recipe) for p in opts.partitioners]
         config = EdgeCompileConfig(_check_ir_validity=opts.check_ir_validity)
         vela: list[dict[str, Any]] = []
-        with lazy_recompile(), arm.vela_estimates(vela):
+        with lazy_recompile(), arm.vela_estimates(vela), scratch_tempdir():
             edge = to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=config)
         program = edge.exported_program()
         stats = partition_stats(program.graph_module, bool(parts))
@@ -265,7 +284,7 @@ class ExecuTorchBackend(BaseBackend):
         return edge, stats
 
     def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
-        with lazy_recompile():
+        with lazy_recompile(), scratch_tempdir():
             buf = bytes(lowered.to_executorch().buffer)
         return buf, delegate_blobs(buf)
 
