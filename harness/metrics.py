@@ -144,6 +144,36 @@ def timed_calls(call: Callable[[], Any], warmup: int, repeats: int) -> tuple[Any
     return result, samples
 
 
+def opdiff_diff(base: list[NDArray[Any]], out: list[NDArray[Any]]) -> dict[str, Any]:
+    """opdiff's ``diff_metrics`` of one output list against another: MSE, max and mean absolute difference over every
+    element of every output (float64), or the reason they are not comparable, with opdiff's codes."""
+    if len(base) != len(out):
+        return {"ok": False, "code": "NOT_COMPARABLE_SHAPE", "msg": "len mismatch"}
+    mse_sum = abs_sum = max_abs = 0.0
+    n = 0
+    for x, y in zip(base, out, strict=True):
+        a, b = np.asarray(x), np.asarray(y)
+        a, b = a.reshape(1) if a.shape == () else a, b.reshape(1) if b.shape == () else b  # rank 0 as (1,)
+        if a.shape != b.shape:
+            return {"ok": False, "code": "NOT_COMPARABLE_SHAPE", "msg": "shape mismatch"}
+        if a.size == 0 or b.size == 0:
+            return {"ok": False, "code": "NOT_COMPARABLE_EMPTY", "msg": None}
+        da, db = a.astype(np.float64), b.astype(np.float64)
+        if np.isnan(da).any():
+            return {"ok": False, "code": "NAN_IN_BASELINE", "msg": "baseline contains NaN"}
+        if np.isnan(db).any():
+            return {"ok": False, "code": "NAN_IN_OUTPUT", "msg": "output contains NaN"}
+        d = da - db
+        ad = np.abs(d)
+        max_abs = max(max_abs, float(np.max(ad)))
+        abs_sum += float(np.sum(ad))
+        mse_sum += float(np.sum(d * d))
+        n += int(d.size)
+    if n == 0:
+        return {"ok": False, "code": "NOT_COMPARABLE_EMPTY", "msg": None}
+    return {"ok": True, "mse": mse_sum / n, "max_abs": max_abs, "mean_abs": abs_sum / n}
+
+
 def latency_stats(samples: list[float]) -> dict[str, float]:
     """Median, 90th percentile and minimum of per-call milliseconds."""
     arr = np.asarray(samples)

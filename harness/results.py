@@ -93,7 +93,9 @@ class Record(TypedDict, total=False):
     peak_rss_mb: float  # the worker's high-water mark so far
     memory_mb: dict[str, float]  # this item's own peak RSS: aot (quantize → serialize) and run (load → run), and
                                  # aot_growth / run_growth: that peak above the RSS when the span began
-    baseline: dict[str, Any]  # --baseline: recipe, status, latency ratio
+    baseline: dict[str, Any]  # --baseline: recipe, status, latency ratio; a pair: pair_b, status, latency ratio (opdiff's: diff)
+    times_ms: list[float]  # each timed run, in milliseconds
+    sampled_inputs: list[dict[str, Any]]  # opdiff suites' --sampled-inputs: per input set, opdiff's diff (mse, max_abs, mean_abs)
     seed: int
     spec_hash: str  # hash of the case spec (cache key part)
     attempt: int

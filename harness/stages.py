@@ -33,7 +33,7 @@ from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
-from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats
+from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats, opdiff_diff
 from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
@@ -193,7 +193,7 @@ class Group:
         """A pair case's b side: its own module (and eager reference), a's inputs."""
         if self._other is None:
             self._other = Group(self.item, prebuilt=self.built.pair_b,
-                                tolerance=dict(self.item.case.spec["b_spec"].get("tolerance") or {}))
+                                tolerance=dict((self.item.case.spec.get("b_spec") or {}).get("tolerance") or {}))
         return self._other
 
     def outcomes(self, export: bool) -> tuple[StageOutcome, ...]:
@@ -283,14 +283,19 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
              refs: Baseline | None = None, prefix: str = "") -> tuple[Record, list[Any] | None, float | None]:
     """One item: (its record, its outputs and median latency when it ran to the end). ``refs``: compare
     with a baseline recipe's outputs instead of the eager reference."""
+    side_b: Baseline | None = None
     if refs is None and not group.built_outcome.failed and group.built.pair_b is not None:
         # a pair: b runs first on the same backend (its own eager reference checks it), then a is
         # compared with b's outputs
+        b_name = pair_b_name(item.case)
         rec_b, outs_b, median_b = run_item(item, recipe, group.pair_other(), run_id, None, control, control_recipe, attempt,
-                                           prefix=f"pair b ({item.case.spec['b']}): ")
+                                           prefix=f"pair b ({b_name}): ")
         if outs_b is None or not Status(rec_b["status"]).is_pass:
             return rec_b, None, None  # b's own failure is the pair's
-        refs = Baseline(f"pair:{item.case.spec['b']}", rec_b["status"], outs_b, median_b)
+        if group.built.pair_judged:
+            refs = Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b)
+        else:  # opdiff's pairs: each side against its own reference; how far a is from b is a figure, not a verdict
+            side_b = Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b)
     t_start = time.perf_counter()
     facts: dict[str, Any] = {}
     harness_error = None
@@ -308,7 +313,13 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
         harness_error = error_info(exc)
     duration = round(time.perf_counter() - t_start + log.seconds(Stage.EXPORT), 6)
     median = (facts.get("latency_ms") or {}).get("median")
-    if refs is not None:
+    if side_b is not None:
+        ratio = round(median / side_b.median_ms, 4) if median and side_b.median_ms else None
+        facts["baseline"] = {"pair_b": side_b.recipe[5:], "status": side_b.status, "latency_ratio": ratio,
+                             "b_latency_ms": side_b.median_ms, "judged": False, "b_op": _side_op(item.case, "b"),
+                             "diff": opdiff_diff([_to_numpy(o) for o in outs], [_to_numpy(o) for o in side_b.outputs])
+                             if "comparison" in facts else None}
+    elif refs is not None:
         ratio = round(median / refs.median_ms, 4) if median and refs.median_ms else None
         if refs.recipe.startswith("pair:"):
             facts["baseline"] = {"pair_b": refs.recipe[5:], "status": refs.status, "latency_ratio": ratio}
@@ -338,6 +349,17 @@ class Baseline:
     status: str
     outputs: list[Any]
     median_ms: float | None
+
+
+def _side_op(case: Any, side: str) -> str | None:
+    op = ((case.spec.get("test") or {}).get(side) or {}).get("op")
+    return str(op.get("path")) if isinstance(op, dict) else (str(op) if op else None)
+
+
+def pair_b_name(case: Any) -> str:
+    """The id of a pair case's b side (bti's pairs name a case; opdiff's carry their side's test)."""
+    b = case.spec.get("b")
+    return str(b if isinstance(b, str) else (case.spec.get("test") or {}).get("b", {}).get("id", "b"))
 
 
 def _shape(value: Any) -> str:
@@ -403,13 +425,45 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     lat: dict[str, float] = {k: round(v, 4) for k, v in latency_stats(samples).items()}
     lat["repeats"] = len(samples)
     facts["latency_ms"] = lat
+    facts["times_ms"] = tuple(round(float(x), 4) for x in samples)
     outs = list(outs)
     keep.extend(o.detach().cpu().clone() if hasattr(o, "detach") else o for o in outs)
     rule = str(recipe.accuracy.rule or backend.accuracy_rule or "allclose")
-    facts["comparison"] = stage(Stage.COMPARE, lambda: _compare(item, recipe, group, outs, refs, rule, deterministic))
+
+    def compare_all() -> Comparison:
+        comparison = _compare(item, recipe, group, outs, refs, rule, deterministic)
+        more = group.built.more_runs if refs is None else ()
+        if more:
+            comparison = _compare_more(backend, handle, group, comparison, outs, more, facts)
+        return comparison
+
+    facts["comparison"] = stage(Stage.COMPARE, compare_all)
     if bundle_dir:
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), _bundle_name(item), lowered, blob, group.built.run,
                                             group.ref, outs)
+
+
+def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Comparison, outs: list[Any],
+                  more: tuple[tuple[Any, ...], ...], facts: dict[str, Any]) -> Comparison:
+    """Further sampled input sets (opdiff's ``--num-sampled-inputs``): each runs once on the loaded program and is held
+    to the same tolerance against its own eager reference; each set's difference is recorded (``sampled_inputs``)."""
+    problems = [comparison.message] if not comparison.ok else []
+    sets = [opdiff_diff([_to_numpy(r) for r in group.ref], [_to_numpy(o) for o in outs])]
+    for i, inputs in enumerate(more, start=1):
+        try:
+            got = list(backend.execute(handle, clone_inputs(inputs), 0, 1)[0])
+            want = reference(group.built, clone_inputs(inputs))
+        except Exception as exc:
+            problems.append(f"input set {i}: {type(exc).__name__}: {first_line(str(exc))[:300]}")
+            sets.append({"ok": False, "code": "RUN_FAILED", "msg": first_line(str(exc))[:300]})
+            continue
+        got_np, want_np = [_to_numpy(o) for o in got], [_to_numpy(r) for r in want]
+        verdict = compare(got_np, want_np, dict(comparison.tolerance))
+        sets.append(opdiff_diff(want_np, got_np))
+        if not verdict.ok:
+            problems.append(f"input set {i}: {verdict.message}")
+    facts["sampled_inputs"] = tuple(sets)
+    return dataclasses.replace(comparison, ok=not problems, message="; ".join(problems))
 
 
 def _stop_if_not_runnable(backend: Backend, item: Item, recipe: Recipe, group: Group, facts: dict[str, Any],

@@ -106,6 +106,8 @@ class Outcome:
     worker_pid: int | None = None
     control: Status | None = None  # the control recipe's status on the same case and axes
     baseline: Mapping[str, Any] = field(default_factory=dict)
+    times_ms: tuple[float, ...] | None = None  # each timed run's milliseconds (opdiff's times_all)
+    sampled_inputs: tuple[Mapping[str, Any], ...] | None = None  # per input set: opdiff's diff against its reference
     detail_prefix: str = ""  # e.g. "pair b (op.x): " when one side of a pair speaks for the pair
 
 
@@ -189,6 +191,10 @@ def _fill(rec: Record, o: Outcome) -> None:
         rec["worker_pid"] = o.worker_pid
     if o.baseline:
         rec["baseline"] = dict(o.baseline)
+    if o.times_ms:
+        rec["times_ms"] = list(o.times_ms)
+    if o.sampled_inputs:
+        rec["sampled_inputs"] = [dict(s) for s in o.sampled_inputs]
 
 
 def decide_bundle(base: Mapping[str, Any], outcome: Outcome, expected: Mapping[str, Any] | None = None) -> Record:

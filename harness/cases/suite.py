@@ -258,6 +258,14 @@ def check_ops(cases: list[Case]) -> None:
         if isinstance(op, str) and op not in checked:
             resolve_op(op, case.op_loc or case.source)
             checked.add(op)
+        if case.kind == "opdiff" and isinstance(case.spec["test"].get("op"), str) and case.op not in checked:
+            from harness.builders.build_opdiff import lookup_op
+
+            try:
+                lookup_op(case.op)
+            except (KeyError, ValueError) as exc:
+                raise SpecError(f"{case.op_loc or case.source}: unknown op {case.op!r}: {exc.args[0] if exc.args else exc}") from None
+            checked.add(case.op)
 
 
 def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int], presets: dict[str, Any], defaults: dict[str, Any]) -> Case:

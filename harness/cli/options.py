@@ -43,6 +43,28 @@ def suites_of(kw: dict[str, Any]) -> list[str]:
     return list(kw["suites"]) or list(DEFAULT_SUITES)
 
 
+def opdiff_options(kw: dict[str, Any]) -> Any:
+    """How opdiff suites load for this command: the suites it was given by name may run their ``file:`` code."""
+    from harness.cases.opdiff import OpdiffOptions
+
+    return OpdiffOptions(named=frozenset(kw.get("suites") or ()), allow_code=bool(kw.get("allow_suite_code")),
+                         seed=int(kw.get("seed") or 0), samples=int(kw.get("sampled_inputs") or 1))
+
+
+def parse_skips(values: tuple[str, ...] | list[str]) -> tuple[tuple[str, str], ...]:
+    """opdiff's ``--skips 'id:backend;id:backend'`` (an id, or a prefix ending in *; a recipe, or *)."""
+    out = []
+    for value in values:
+        for part in value.split(";"):
+            if not part.strip():
+                continue
+            tid, sep, recipe = part.strip().rpartition(":")
+            if not sep or not tid or not recipe:
+                raise UserError(f"--skips {part.strip()!r}: expected ID:RECIPE (RECIPE may be *), e.g. op_gather_dim1:xnnpack")
+            out.append((tid, recipe))
+    return tuple(out)
+
+
 def recipes_of(kw: dict[str, Any]) -> list[str]:
     return list(kw["recipes"]) or list(DEFAULT_RECIPES)
 

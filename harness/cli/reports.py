@@ -17,7 +17,8 @@ from harness.errors import UserError
 @click.argument("jsonl", type=click.Path(path_type=Path))
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
 @click.option("--format", "formats", default="junit,md,csv,badge,html", show_default=True,
-              help="Comma-separated: junit, md, csv, badge, html (dashboard.html).")
+              help="Comma-separated: junit, md, csv, badge, html (dashboard.html), opdiff (opdiff.jsonl: opdiff's results "
+              "format, for its measure/report_*.py scripts).")
 @click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
 @click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
 @click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")

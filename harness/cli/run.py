@@ -10,7 +10,16 @@ from typing import Any
 import click
 
 from harness.cli.group import cli
-from harness.cli.options import filter_options, filters, recipes_of, runtime_option, runtime_options, suites_of
+from harness.cli.options import (
+    filter_options,
+    filters,
+    opdiff_options,
+    parse_skips,
+    recipes_of,
+    runtime_option,
+    runtime_options,
+    suites_of,
+)
 from harness.cli.reports import report as report_cmd
 from harness.errors import UserError
 
@@ -47,6 +56,13 @@ from harness.errors import UserError
 @click.option("--upstream-pr", type=int, help="Upstream pull request number.")
 @click.option("--upstream-package", help="The distribution built from the upstream repo (e.g. executorch): its installed "
               "version and VCS commit go into the header, and a check is posted on --upstream-sha only if they match.")
+@click.option("--allow-suite-code", is_flag=True, help="Let opdiff suites' `file:x.py::Name` paths run code from any "
+              "file they reach (by default only in the suites named with -s and the files they include from their folder).")
+@click.option("--seed", type=int, default=0, show_default=True, help="opdiff suites: the base seed of their inputs (opdiff's --seed).")
+@click.option("--sampled-inputs", type=click.IntRange(1, 1000), default=1, show_default=True,
+              help="opdiff suites: independently sampled input sets per test, each run and compared (opdiff's --num-sampled-inputs).")
+@click.option("--skips", "skips", multiple=True, metavar="ID:RECIPE[;…]",
+              help="SKIP these items (opdiff's --skips: id or id* prefix, then a recipe or *); repeatable.")
 def run(**kw: Any) -> None:
     """Run suites × recipes; write results.jsonl, then the reports. Exit 1 on any unexpected failure."""
     from harness.runner.run import RunOptions, execute
@@ -67,7 +83,8 @@ def run(**kw: Any) -> None:
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
         bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
         control=kw["control"] or None, rerun_failures=kw["rerun_failures"], baseline=kw["baseline"],
-        runtime=runtime_option(kw), runtime_threads=kw["runtime_threads"],
+        runtime=runtime_option(kw), runtime_threads=kw["runtime_threads"], opdiff=opdiff_options(kw),
+        skips=parse_skips(kw["skips"]),
     )
     bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
     try:

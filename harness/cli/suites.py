@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from harness.cli.group import cli
-from harness.cli.options import filter_options, filters, recipes_of, suites_of
+from harness.cli.options import filter_options, filters, opdiff_options, recipes_of, suites_of
 
 
 @cli.command("list")
@@ -24,13 +24,13 @@ def list_cmd(list_recipes: bool, coverage: bool, **kw: Any) -> None:
         from harness.report.coverage import render, table
         from harness.suites import load_suites
 
-        cases = load_suites(list(kw["suites"]) or ["ops", "core-ops"])
+        cases = load_suites(list(kw["suites"]) or ["ops", "core-ops"], opdiff=opdiff_options(kw))
         entries = [{"op": c.op, "dtype": d, "shape": s} for c in cases for d in c.dtypes for s in c.shapes]
         click.echo(render(table(entries))[0], nl=False)
         return
     from harness.runner.run import plan
 
-    _, items = plan(suites_of(kw), recipes_of(kw), filters(kw))
+    _, items = plan(suites_of(kw), recipes_of(kw), filters(kw), opdiff=opdiff_options(kw))
     for item in items:
         click.echo(item.id)
 
@@ -62,6 +62,18 @@ def validate(files: tuple[Path, ...]) -> None:
             recipe = parse_recipe(path)
             unchecked = f"; backend options not checked: {recipe.options_error}" if recipe.options_error else ""
             click.echo(f"{path}: recipe {recipe.name} ok (hash {recipe.hash}){unchecked}")
+            continue
+        from harness.cases.opdiff import is_opdiff, load_opdiff
+
+        if isinstance(doc, dict) and is_opdiff(doc, path):
+            from harness.cases.suite import check_ops
+
+            cases = load_opdiff(path, named=True)
+            check_ops(cases)
+            pairs = sum(c.kind == "opdiff-pair" for c in cases)
+            aten = [c for c in cases if c.kind == "opdiff" and isinstance(c.spec["test"]["op"], str)]
+            click.echo(f"{path}: ok (opdiff suite), {len(cases)} tests: {len(aten)} on {len({c.op for c in aten})} ATen ops, "
+                       f"{len(cases) - len(aten) - pairs} module tests, {pairs} pairs")
             continue
         cases = load_suite(path)
         variants = sum(len(c.dtypes) * len(c.shapes) for c in cases)

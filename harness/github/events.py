@@ -67,8 +67,13 @@ def _names(value: Any, field: str) -> str:
     items = value if isinstance(value, list) else str(value).split(",") if isinstance(value, str) else None
     if items is None:
         raise DispatchError(f"{field}: expected a comma-separated list or a JSON array of names")
-    return ",".join(_check(NAME, str(i).strip() if isinstance(i, str) else i, field, "names of letters, digits, . _ -")
-                    for i in items if not (isinstance(i, str) and not i.strip()))
+    names = [_check(NAME, str(i).strip() if isinstance(i, str) else i, field, "names of letters, digits, . _ -")
+             for i in items if not (isinstance(i, str) and not i.strip())]
+    files = [n for n in names if n.lower().endswith((".yaml", ".yml"))]
+    if files:  # a suite file from a payload could carry `file:` code (opdiff suites): only registered names travel
+        raise DispatchError(f"{field}: {files[0]!r} is a file, not a suite or recipe name; a dispatch names registered "
+                            "suites and recipes only")
+    return ",".join(names)
 
 
 def parse_dispatch(event: dict[str, Any]) -> DispatchRequest:

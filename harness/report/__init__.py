@@ -19,13 +19,13 @@ class ReportError(UserError):
 __all__ = ["write_reports"]
 
 
-FORMATS = ("junit", "md", "csv", "badge", "html")
+FORMATS = ("junit", "md", "csv", "badge", "html", "opdiff")
 
 
 def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
     """Write each wanted report on its own: one that fails does not stop the others, and the error
     (raised after all ran) names each writer that failed. The JSONL is never touched."""
-    from harness.report import badge, csvout, dashboard, junit, markdown
+    from harness.report import badge, csvout, dashboard, junit, markdown, opdiff
     from harness.results import atomic_write_text
 
     header, records = read_results(jsonl)
@@ -52,6 +52,7 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS
         "csv": text("csv", "results.csv", lambda: csvout.render(records)),
         "badge": lambda: paths.update(badge.write(h, records, out_dir)),
         "html": text("html", "dashboard.html", lambda: dashboard.render(h, records)),
+        "opdiff": text("opdiff", "opdiff.jsonl", lambda: opdiff.render(h, records)),
     }
     failed: list[str] = []
     for kind in formats:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from harness.cases.case import Axes, Case, Item
+from harness.cases.ops import op_short_name
 from harness.errors import UserError
 from harness.recipes import Recipe
 
@@ -40,7 +41,7 @@ def _op_matches(case: Case, ops: tuple[str, ...]) -> bool:
         return False
     full = case.op  # aten::add.Tensor
     base = full.split(".")[0]  # aten::add
-    short = case.id.split(".")[1]  # add
+    short = case.id.split(".")[1] if case.id.startswith("op.") else op_short_name(full)  # add
     return any(o in (full, base, short) for o in ops)
 
 

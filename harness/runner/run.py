@@ -54,6 +54,8 @@ class RunOptions:
     rerun_failures: int = 0  # re-run each failing item up to N times, each in a fresh worker
     runtime: tuple[str, ProviderSpec] | None = None  # --runtime: where the ExecuTorch recipes' programs run
     runtime_threads: int | None = None
+    opdiff: Any = None  # how opdiff suites load (harness.cases.opdiff.OpdiffOptions): named suites, seed, sampled inputs
+    skips: tuple[tuple[str, str], ...] = ()  # --skips (opdiff's): (case id or prefix*, recipe or *) pairs, SKIP
 
 
 @dataclass(frozen=True)
@@ -62,14 +64,17 @@ class RunResult:
     reused: int  # items whose cached result was reused
 
 
-def plan(suites: list[str], recipe_names: list[str], filters: Filters, check: bool = True) -> tuple[list[Recipe], list[Item]]:
+def plan(suites: list[str], recipe_names: list[str], filters: Filters, check: bool = True,
+         opdiff: Any = None) -> tuple[list[Recipe], list[Item]]:
+    """``opdiff``: how opdiff suites load (``harness.cases.opdiff.OpdiffOptions``); the CLI names the suites it was
+    given, so their ``file:`` code may run."""
     from harness.suites import load_suites
 
     recipes = [load_recipe(n) for n in recipe_names]
     names = [r.name for r in recipes]
     if len(set(names)) != len(names):
         raise UserError(f"recipe given twice: {', '.join(names)}")
-    cases = load_suites(suites, check=check)
+    cases = load_suites(suites, check=check, opdiff=opdiff)
     return recipes, expand(cases, recipes, filters)
 
 
@@ -158,7 +163,7 @@ def _plan_run(opts: RunOptions) -> _Plan:
     names = list(opts.recipes)
     if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
         names.insert(0, opts.baseline)
-    recipes, items = plan(opts.suites, names, opts.filters, check=False)  # ops checked in _settle_all, if run
+    recipes, items = plan(opts.suites, names, opts.filters, check=False, opdiff=opts.opdiff)  # ops checked in _settle_all, if run
     if opts.runtime is not None or opts.runtime_threads:
         recipes = [_with_runtime(r, opts) for r in recipes]
     if not items:
@@ -218,7 +223,7 @@ def _settle_all(opts: RunOptions, p: _Plan, header: Header,
                 if item.id in done:
                     continue
                 rec = _settle(item, p.recipes[item.recipe], unavailable, None if opts.bundle_dir else cache, header["run_id"],
-                              p.control, reuse_failures=not opts.rerun_failures)
+                              p.control, reuse_failures=not opts.rerun_failures, skips=opts.skips)
                 if rec is None:
                     pending.append(item)
                 else:
@@ -242,8 +247,18 @@ def _contexts(records: list[Record], control: str | None, baseline: str | None) 
     return out
 
 
+def _skipped(item: Item, skips: tuple[tuple[str, str], ...]) -> str | None:
+    """opdiff's ``--skips``: an id matches exactly, or by prefix when the pattern ends in ``*``; the recipe by name or ``*``."""
+    for pattern, recipe in skips:
+        hit = item.case.id.startswith(pattern[:-1]) if pattern.endswith("*") else item.case.id == pattern
+        if hit and recipe in ("*", item.recipe):
+            return f"--skips {pattern}:{recipe}"
+    return None
+
+
 def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,
-            run_id: str, control: str | None, reuse_failures: bool = True) -> Record | None:
+            run_id: str, control: str | None, reuse_failures: bool = True,
+            skips: tuple[tuple[str, str], ...] = ()) -> Record | None:
     from harness.verdict import Outcome, decide
 
     reason = unavailable[recipe.name] or _missing_source(item.case.spec.get("requires") or [])
@@ -251,7 +266,7 @@ def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cach
     if reason:
         status = Status.UNAVAILABLE
     else:
-        reason = recipe.skip_reason(item)
+        reason = recipe.skip_reason(item) or _skipped(item, skips)
         status = Status.SKIP if reason else None
     if status is not None:
         return decide(item, recipe, Outcome(fixed=status, fixed_detail=reason or ""), run_id, control_recipe=control)

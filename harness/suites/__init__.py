@@ -101,7 +101,8 @@ class BuiltinSource:
         return float(case.spec.get("cost", self.per_item)) if isinstance(case.spec, dict) else self.per_item
 
 
-_OPS = {"op": "harness.builders.build:build_op", "pair": "harness.builders.build:build_pair"}
+_OPS = {"op": "harness.builders.build:build_op", "pair": "harness.builders.build:build_pair",
+        "opdiff": "harness.builders.build_opdiff:build", "opdiff-pair": "harness.builders.build_opdiff:build_pair"}
 BUILTIN: tuple[BuiltinSource, ...] = (
     BuiltinSource("ops", "the starter operator suite (YAML)", "harness.suites:_yaml", _OPS, discover_args=(str(HERE / "ops.yaml"), "ops")),
     BuiltinSource("smoke", "a few operators, for a quick check (YAML)", "harness.suites:_yaml", {}, discover_args=(str(HERE / "smoke.yaml"), "smoke")),
@@ -126,6 +127,17 @@ def _yaml(path: str, name: str | None) -> list[Case]:
     from harness.cases.suite import load_suite
 
     return load_suite(Path(path), name=name, check=False)
+
+
+def _suite_file(path: Path, opdiff: Any) -> list[Case]:
+    """A suite .yaml: bti's own format, or opdiff's (a top-level ``tests:``), told apart by its keys."""
+    from harness.cases.opdiff import OpdiffOptions, is_opdiff, load_opdiff
+    from harness.cases.yamlload import load_yaml
+
+    if path.is_file() and is_opdiff(load_yaml(path), path):
+        o = opdiff or OpdiffOptions()
+        return load_opdiff(path, named=o.is_named(path), allow_code=o.allow_code, seed=o.seed, samples=o.samples)
+    return _yaml(str(path), None)
 
 
 def _core_ci() -> list[Case]:
@@ -222,9 +234,10 @@ def prefetch(names: list[str] | tuple[str, ...]) -> None:
             reg[name].prefetch()
 
 
-def load_suites(names: list[str] | tuple[str, ...], check: bool = True) -> list[Case]:
+def load_suites(names: list[str] | tuple[str, ...], check: bool = True, opdiff: Any = None) -> list[Case]:
     """The named suites' cases. ``check=False`` leaves resolving ops against torch to the caller
-    (``harness.cases.suite.check_ops``), as ``bti run`` does for the items it actually executes."""
+    (``harness.cases.suite.check_ops``), as ``bti run`` does for the items it actually executes. ``opdiff``
+    (``harness.cases.opdiff.OpdiffOptions``): how opdiff suites load; by default none of their ``file:`` code runs."""
     from harness.cases.suite import check_ops
 
     reg = sources()
@@ -238,7 +251,7 @@ def load_suites(names: list[str] | tuple[str, ...], check: bool = True) -> list[
                                 hint="pip install 'bti[models]'" if "transformers" in missing else None)
             cases.extend(src.discover())
         elif Path(name).suffix in (".yaml", ".yml"):
-            cases.extend(_yaml(name, None))
+            cases.extend(_suite_file(Path(name), opdiff))
         else:
             raise UserError(f"unknown suite {name!r}", hint=f"suites: {', '.join(suite_names())}, or a .yaml path")
     unique: dict[str, Case] = {}
