@@ -287,15 +287,13 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     if refs is None and not group.built_outcome.failed and group.built.pair_b is not None:
         # a pair: b runs first on the same backend (its own eager reference checks it), then a is
         # compared with b's outputs
-        b_name = pair_b_name(item.case)
-        rec_b, outs_b, median_b = run_item(item, recipe, group.pair_other(), run_id, None, control, control_recipe, attempt,
-                                           prefix=f"pair b ({b_name}): ")
-        if outs_b is None or not Status(rec_b["status"]).is_pass:
+        rec_b, b = _pair_b(item, recipe, group, run_id, control, control_recipe, attempt)
+        if b is None:
             return rec_b, None, None  # b's own failure is the pair's
         if group.built.pair_judged:
-            refs = Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b)
+            refs = b
         else:  # opdiff's pairs: each side against its own reference; how far a is from b is a figure, not a verdict
-            side_b = Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b)
+            side_b = b
     t_start = time.perf_counter()
     facts: dict[str, Any] = {}
     harness_error = None
@@ -349,6 +347,17 @@ class Baseline:
     status: str
     outputs: list[Any]
     median_ms: float | None
+
+
+def _pair_b(item: Item, recipe: Recipe, group: Group, run_id: str, control: Status | None, control_recipe: str | None,
+            attempt: int) -> tuple[Record, Baseline | None]:
+    """A pair's b side on the same backend: its record, and its outputs when it passed."""
+    b_name = pair_b_name(item.case)
+    rec_b, outs_b, median_b = run_item(item, recipe, group.pair_other(), run_id, None, control, control_recipe, attempt,
+                                       prefix=f"pair b ({b_name}): ")
+    if outs_b is None or not Status(rec_b["status"]).is_pass:
+        return rec_b, None
+    return rec_b, Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b)
 
 
 def _side_op(case: Any, side: str) -> str | None:

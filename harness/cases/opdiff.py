@@ -79,7 +79,9 @@ def is_opdiff(doc: Any, path: Path, seen: tuple[Path, ...] = ()) -> bool:
     if not isinstance(first, str):
         return False
     target = (path.parent / first).resolve()
-    if target in seen or not target.is_file():
+    if not target.is_file():  # said at the include's line by the opdiff loader
+        return True
+    if target in seen:
         return False
     try:
         return is_opdiff(load_yaml(target), target, (*seen, path.resolve()))
@@ -209,9 +211,29 @@ def _label(raw: Any, index: int) -> str:
     return f"id={tid} op={op}" if tid else f"op={op}"
 
 
-def _expand(raw: Any, index: int, suite: str, ctx: dict[str, Any]) -> list[Case]:
-    err = _Err(_label(raw, index), ctx["suite_file"])
-    at = f"tests.{index}"
+@dataclass
+class _Test:
+    """One test being expanded: where it is, its checked fields, and the node checker for its file."""
+
+    raw: Any
+    at: str
+    err: _Err
+    check: Any
+    tid: str | None
+    base: dict[str, Any]
+    ins: list[Any]
+    kwargs: dict[str, Any]
+    loc: str
+    suite: str
+    ctx: dict[str, Any]
+
+    def io(self, env: dict[str, Any]) -> dict[str, Any]:
+        return {"in": [self.check.resolve(n, env) for n in self.ins],
+                "kwargs": {str(k): self.check.resolve(v, env) for k, v in self.kwargs.items()}}
+
+
+def _fields(raw: Any, at: str, err: _Err) -> tuple[Any, dict[str, Any], list[Any], dict[str, Any]]:
+    """The test's own fields, checked: (id, {impl, device, cast_input0_to_complex}, in, kwargs)."""
     if not isinstance(raw, dict):
         raise err(raw, at, "a test is a mapping (id, op, in, …)")
     extra = [k for k in raw if k not in TEST_FIELDS]
@@ -241,6 +263,15 @@ def _expand(raw: Any, index: int, suite: str, ctx: dict[str, Any]) -> list[Case]
     kwargs = raw.get("kwargs") or {}
     if not isinstance(kwargs, dict):
         raise err(raw, f"{at}.kwargs", "Input should be a valid dictionary", key="kwargs")
+    return tid, {"impl": raw.get("impl"), "device": device, "cast_input0_to_complex": cast}, ins, kwargs
+
+
+def _expand(raw: Any, index: int, suite: str, ctx: dict[str, Any]) -> list[Case]:
+    err = _Err(_label(raw, index), ctx["suite_file"])
+    at = f"tests.{index}"
+    tid, base, ins, kwargs = _fields(raw, at, err)
+    written = getattr(raw, "file", "")
+    ctx = {**ctx, "base": str(Path(written).resolve().parent) if written else ctx["base"]}  # file: paths: next to it
     check = _Nodes(err, ctx)
     check.origin = raw
     # the nodes as written: validated here (a {ref: {var}} is resolved per template row below)
@@ -250,79 +281,74 @@ def _expand(raw: Any, index: int, suite: str, ctx: dict[str, Any]) -> list[Case]
         check.node(node, f"{at}.kwargs.{k}", allow_var_ref=True)
     if raw.get("out") is not None:
         check.node(raw["out"], f"{at}.out", allow_var_ref=True)
+    t = _Test(raw, at, err, check, tid, base, ins, kwargs, where(raw, ctx["suite_file"]), suite, ctx)
     op = raw["op"]
-    base = {"impl": raw.get("impl"), "device": device, "cast_input0_to_complex": cast}
-    loc = where(raw, ctx["suite_file"])
+    name = tid or f"test_{index}"
     if isinstance(op, str):
-        if not op.strip():
-            raise err(raw, f"{at}.op", "op must be an ATen name (aten::add) or a module node", key="op")
-        if "::" not in op:
+        if not op.strip() or "::" not in op:
             raise err(raw, f"{at}.op", f"Invalid op string: {op}", key="op")
-        test = {**base, "op": op, "in": [check.resolve(n, {}) for n in ins],
-                "kwargs": {str(k): check.resolve(v, {}) for k, v in kwargs.items()}}
-        return [_case(tid or f"test_{index}", suite, "opdiff", test, loc, ctx, op=op)]
+        return [_case(name, suite, "opdiff", {**base, "op": op, **t.io({})}, t.loc, ctx, op=op, op_loc=where(raw, t.loc, "op"))]
     if not isinstance(op, dict) or op.get("type") not in ("module", "template_module", "template_compare_pair"):
         raise err(raw, f"{at}.op", "op is an ATen name or a node of type module, template_module or template_compare_pair",
                   key="op")
-    kind = op["type"]
-    if kind == "module":
+    if op["type"] == "module":
         module = check.build(op, f"{at}.op", "module")
-        test = {**base, "op": module, "in": [check.resolve(n, {}) for n in ins],
-                "kwargs": {str(k): check.resolve(v, {}) for k, v in kwargs.items()}}
-        return [_case(tid or f"test_{index}", suite, "opdiff", test, loc, ctx, op=module["path"])]
-    fields = TEMPLATE_FIELDS if kind == "template_module" else PAIR_FIELDS
+        return [_case(name, suite, "opdiff", {**base, "op": module, **t.io({})}, t.loc, ctx, op=module["path"])]
+    fields = TEMPLATE_FIELDS if op["type"] == "template_module" else PAIR_FIELDS
     unknown = [k for k in op if k not in (*fields, "type")]
     if unknown:
-        raise err(op, f"{at}.op.{kind}", f"unknown field '{unknown[0]}'", key=str(unknown[0]))
-    variables, rows = _vars_and_cases(op, f"{at}.op.{kind}", kind, err)
-    keys_all = sorted(variables)
-    out: list[Case] = []
-    if kind == "template_module":
-        if not isinstance(op.get("path"), str):
-            raise err(op, f"{at}.op.{kind}.path", "Field required")
-        check.build({"type": "module", "path": op["path"], "args": op.get("args") or [], "kwargs": op.get("kwargs") or {}},
-                    f"{at}.op.{kind}", "template_module", allow_vars=set(variables))
-        base_id = tid or "template"
-        for env in _rows(ctx["dims"], variables, rows, keys_all):
-            module = check.build({"type": "module", "path": op["path"], "args": op.get("args") or [],
-                                  "kwargs": op.get("kwargs") or {}}, f"{at}.op.{kind}", "template_module", env=env)
-            test = {**base, "op": module, "in": [check.resolve(n, env) for n in ins],
-                    "kwargs": {str(k): check.resolve(v, env) for k, v in kwargs.items()}}
-            out.append(_case(f"{base_id}{_suffix(keys_all, env)}", suite, "opdiff", test, loc, ctx, op=op["path"]))
-        return out
+        raise err(op, f"{at}.op.{op['type']}", f"unknown field '{unknown[0]}'", key=str(unknown[0]))
+    return _template(t, op) if op["type"] == "template_module" else _pair(t, op)
+
+
+def _template(t: _Test, op: dict[str, Any]) -> list[Case]:
+    at = f"{t.at}.op.template_module"
+    variables, rows = _vars_and_cases(op, at, "template_module", t.err)
+    if not isinstance(op.get("path"), str):
+        raise t.err(op, f"{at}.path", "Field required")
+    node = {"type": "module", "path": op["path"], "args": op.get("args") or [], "kwargs": op.get("kwargs") or {}}
+    t.check.build(node, at, "template_module", allow_vars=set(variables))
+    keys = sorted(variables)
+    out = []
+    for env in _rows(t.ctx["dims"], variables, rows, keys):
+        module = t.check.build(node, at, "template_module", env=env)
+        out.append(_case(f"{t.tid or 'template'}{_suffix(keys, env)}", t.suite, "opdiff", {**t.base, "op": module, **t.io(env)},
+                         t.loc, t.ctx, op=op["path"]))
+    return out
+
+
+def _pair(t: _Test, op: dict[str, Any]) -> list[Case]:
+    at = f"{t.at}.op.template_compare_pair"
+    variables, rows = _vars_and_cases(op, at, "template_compare_pair", t.err)
     common = op.get("common") or {}
     if not isinstance(common, dict) or set(common) - {"args", "kwargs"}:
-        raise err(op, f"{at}.op.{kind}.common", "common takes args (a list) and kwargs (a mapping)", key="common")
+        raise t.err(op, f"{at}.common", "common takes args (a list) and kwargs (a mapping)", key="common")
     sides = {}
     for side in ("a", "b"):
         node = op.get(side)
         if not isinstance(node, dict):
-            raise err(op, f"{at}.op.{kind}.{side}", "Field required")
+            raise t.err(op, f"{at}.{side}", "Field required")
         bad = [k for k in node if k not in SIDE_FIELDS]
         if bad:
-            raise err(node, f"{at}.op.{kind}.{side}", f"unknown field '{bad[0]}'", key=str(bad[0]))
-        if not isinstance(node.get("impl"), str):
-            raise err(node, f"{at}.op.{kind}.{side}.impl", "Field required")
+            raise t.err(node, f"{at}.{side}", f"unknown field '{bad[0]}'", key=str(bad[0]))
+        for key, why in (("impl", "Field required"), ("path", "Field required")):
+            if not isinstance(node.get(key), str):
+                raise t.err(node, f"{at}.{side}.{key}", why)
         if node.get("type", "module") != "module":
-            raise err(node, f"{at}.op.{kind}.{side}.type", "Input should be 'module'", key="type")
-        if not isinstance(node.get("path"), str):
-            raise err(node, f"{at}.op.{kind}.{side}.path", "Field required")
+            raise t.err(node, f"{at}.{side}.type", "Input should be 'module'", key="type")
         args = node.get("args") if node.get("args") is not None else common.get("args") or []
-        side_kw = dict(common.get("kwargs") or {})
-        side_kw.update(node.get("kwargs") or {})
         if not isinstance(args, list):
-            raise err(node, f"{at}.op.{kind}.{side}.args", "template_compare_pair side.args must be a list when provided")
+            raise t.err(node, f"{at}.{side}.args", "template_compare_pair side.args must be a list when provided")
+        side_kw = {**(common.get("kwargs") or {}), **(node.get("kwargs") or {})}
         sides[side] = (node, {"type": "module", "path": node["path"], "args": args, "kwargs": side_kw})
-        check.build(sides[side][1], f"{at}.op.{kind}.{side}", "template_compare_pair", allow_vars=set(variables))
-    base_id = tid or "template_compare_pair"
-    for env in _rows(ctx["dims"], variables, rows, keys_all):
-        pair_id = f"{base_id}{_suffix(keys_all, env)}"
-        ins_env = [check.resolve(n, env) for n in ins]
-        kw_env = {str(k): check.resolve(v, env) for k, v in kwargs.items()}
-        a, b = ({**base, "id": f"{pair_id}__{s}", "impl": sides[s][0]["impl"], "in": ins_env, "kwargs": kw_env,
-                 "op": check.build(sides[s][1], f"{at}.op.{kind}.{s}", "template_compare_pair", env=env)}
-                for s in ("a", "b"))
-        out.append(_case(pair_id, suite, "opdiff-pair", {"a": a, "b": b}, loc, ctx, op=a["op"]["path"]))
+        t.check.build(sides[side][1], f"{at}.{side}", "template_compare_pair", allow_vars=set(variables))
+    keys = sorted(variables)
+    out = []
+    for env in _rows(t.ctx["dims"], variables, rows, keys):
+        pair_id = f"{t.tid or 'template_compare_pair'}{_suffix(keys, env)}"
+        a, b = ({**t.base, "id": f"{pair_id}__{s}", "impl": sides[s][0]["impl"], **t.io(env),
+                 "op": t.check.build(sides[s][1], f"{at}.{s}", "template_compare_pair", env=env)} for s in ("a", "b"))
+        out.append(_case(pair_id, t.suite, "opdiff-pair", {"a": a, "b": b}, t.loc, t.ctx, op=a["op"]["path"]))
     return out
 
 
@@ -381,7 +407,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _case(cid: str, suite: str, kind: str, test: dict[str, Any], loc: str, ctx: dict[str, Any], op: str | None = None) -> Case:
+def _case(cid: str, suite: str, kind: str, test: dict[str, Any], loc: str, ctx: dict[str, Any], op: str | None = None,
+          op_loc: str = "") -> Case:
     # every file: path in it passed the check above, so the worker may run them (it refuses any other)
     spec = {"format": "opdiff", "test": test, "seed": ctx["seed"], "samples": ctx["samples"], "base": ctx["base"],
             "cwd": ctx["cwd"], "code": "file:" in repr(test)}
@@ -389,7 +416,7 @@ def _case(cid: str, suite: str, kind: str, test: dict[str, Any], loc: str, ctx: 
     impls = sorted({s["impl"] for s in sides if s.get("impl")})
     tags = ("opdiff", *(f"impl:{i}" for i in impls), *(("pair",) if kind == "opdiff-pair" else ()))
     return Case(id=cid, suite=suite, kind=kind, spec=spec, op=op, tags=tags, dtypes=("float32",), shapes=("static",),
-                source=loc, op_loc=loc)
+                source=loc, op_loc=op_loc or loc)
 
 
 # --- nodes -----------------------------------------------------------------------------------------------------
@@ -406,8 +433,7 @@ class _Nodes:
     def node(self, node: Any, at: str, allow_var_ref: bool = False, depth: int = 0) -> None:
         if depth > 64:
             raise self.err(node, at, "nodes nest too deeply (a preset that refers to itself?)")
-        if isinstance(node, dict) and "type" not in node and set(node) == {"ref"}:
-            node = {"type": "ref", "ref": node["ref"]}
+        node = _shorthand(node)
         if not isinstance(node, dict) or node.get("type") not in NODE_FIELDS:
             kinds = ", ".join(NODE_FIELDS)
             got = node.get("type") if isinstance(node, dict) else type(node).__name__
@@ -430,33 +456,7 @@ class _Nodes:
                 raise self.err(node, f"{sub}.ref", f"Value error, unknown preset ref '{ref}'", key="ref")
             self.node(self.presets[ref], f"presets.{ref}", depth=depth + 1)
             return
-        if kind in ("tensor", "scalar", "scalar_tensor", "const_tensor"):
-            self._kind_dtype(node, sub)
-        if kind in ("tensor", "const_tensor"):
-            self._shape(node, sub)
-        if kind in ("tensor", "scalar_tensor", "const_tensor"):
-            init = node.get("init")
-            if init is not None and init not in INITS:
-                raise self.err(node, f"{sub}.init", f"Value error, unsupported init '{init}'", key="init")
-            for key in ("low", "high"):
-                if key in node and node[key] is not None:
-                    self._symbol_or_number(node, f"{sub}.{key}", key, f"{kind}.{key}")
-            for key in ("mean", "std", "p"):
-                if key in node:
-                    self._number(node, f"{sub}.{key}", key)
-        if kind == "tensor" and "requires_grad" in node and not isinstance(node["requires_grad"], bool):
-            raise self.err(node, f"{sub}.requires_grad", "Input should be a valid boolean", key="requires_grad")
-        if kind == "scalar":
-            self._scalar(node, sub)
-        if kind == "scalar_tensor" and "value" in node and node["value"] is not None \
-                and not isinstance(node["value"], (int, float, bool)):
-            raise self.err(node, f"{sub}.value", "Input should be a number or a boolean", key="value")
-        if kind == "int_list":
-            elems = node.get("elems")
-            if not isinstance(elems, list) or not all(isinstance(e, int) and not isinstance(e, bool) for e in elems):
-                raise self.err(node, f"{sub}.elems", "Input should be a valid list of integers", key="elems")
-            if not elems:
-                raise self.err(node, f"{sub}.elems", "Value error, int_list.elems cannot be empty", key="elems")
+        self._leaf(node, kind, sub)
         if kind == "list":
             if "len" not in node or "elem" not in node:
                 raise self.err(node, sub, f"Field required: {'len' if 'len' not in node else 'elem'}")
@@ -484,6 +484,36 @@ class _Nodes:
             got = _nested_shape(node["value"])
             if got is None or (got != shape and _count(got) != _count(shape)):
                 raise self.err(node, f"{sub}.value", f"value has shape {got} but the node declares shape {shape}", key="value")
+
+    def _leaf(self, node: dict[str, Any], kind: str, sub: str) -> None:
+        """The checks of the value nodes (tensor, scalar, scalar_tensor, int_list, const, const_tensor)."""
+        if kind in ("tensor", "scalar", "scalar_tensor", "const_tensor"):
+            self._kind_dtype(node, sub)
+        if kind in ("tensor", "const_tensor"):
+            self._shape(node, sub)
+        if kind in ("tensor", "scalar_tensor", "const_tensor"):
+            init = node.get("init")
+            if init is not None and init not in INITS:
+                raise self.err(node, f"{sub}.init", f"Value error, unsupported init '{init}'", key="init")
+            for key in ("low", "high"):
+                if key in node and node[key] is not None:
+                    self._symbol_or_number(node, f"{sub}.{key}", key, f"{kind}.{key}")
+            for key in ("mean", "std", "p"):
+                if key in node:
+                    self._number(node, f"{sub}.{key}", key)
+        if kind == "tensor" and "requires_grad" in node and not isinstance(node["requires_grad"], bool):
+            raise self.err(node, f"{sub}.requires_grad", "Input should be a valid boolean", key="requires_grad")
+        if kind == "scalar":
+            self._scalar(node, sub)
+        if kind == "scalar_tensor" and "value" in node and node["value"] is not None \
+                and not isinstance(node["value"], (int, float, bool)):
+            raise self.err(node, f"{sub}.value", "Input should be a number or a boolean", key="value")
+        if kind == "int_list":
+            elems = node.get("elems")
+            if not isinstance(elems, list) or not all(isinstance(e, int) and not isinstance(e, bool) for e in elems):
+                raise self.err(node, f"{sub}.elems", "Input should be a valid list of integers", key="elems")
+            if not elems:
+                raise self.err(node, f"{sub}.elems", "Value error, int_list.elems cannot be empty", key="elems")
 
     def _kind_dtype(self, node: dict[str, Any], sub: str) -> None:
         kind, dtype = node.get("kind"), node.get("dtype")
@@ -565,8 +595,7 @@ class _Nodes:
     # resolution ---------------------------------------------------------------------------------------------
     def resolve(self, node: Any, env: dict[str, Any]) -> dict[str, Any]:
         """The node with presets inlined and symbols resolved (validated already)."""
-        if isinstance(node, dict) and "type" not in node and set(node) == {"ref"}:
-            node = {"type": "ref", "ref": node["ref"]}
+        node = _shorthand(node)
         kind = node["type"]
         if kind == "ref":
             ref = node["ref"]
@@ -684,6 +713,16 @@ class _Nodes:
         if find_code_file(file_part, self.ctx["cwd"], self.ctx["base"]) is None:
             raise self.err(node, f"{at}.path", f"{path}: no such file (looked in {self.ctx['cwd']} and {self.ctx['base']})",
                            key="path")
+
+
+def _shorthand(node: Any) -> Any:
+    """``{ref: x}`` as the typed node it stands for, keeping where it was written."""
+    if isinstance(node, dict) and "type" not in node and set(node) == {"ref"}:
+        typed = LDict(type="ref", ref=node["ref"])
+        typed.line, typed.file = getattr(node, "line", 0), getattr(node, "file", "")
+        typed.key_lines = dict(getattr(node, "key_lines", {}) or {})
+        return typed
+    return node
 
 
 def _within(path: Path, root: Path) -> bool:

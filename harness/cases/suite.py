@@ -258,7 +258,8 @@ def check_ops(cases: list[Case]) -> None:
         if isinstance(op, str) and op not in checked:
             resolve_op(op, case.op_loc or case.source)
             checked.add(op)
-        if case.kind == "opdiff" and isinstance(case.spec["test"].get("op"), str) and case.op not in checked:
+        if case.kind == "opdiff" and isinstance(case.op, str) and isinstance(case.spec["test"].get("op"), str) \
+                and case.op not in checked:
             from harness.builders.build_opdiff import lookup_op
 
             try:

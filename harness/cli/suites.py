@@ -14,6 +14,7 @@ from harness.cli.options import filter_options, filters, opdiff_options, recipes
 @cli.command("list")
 @filter_options
 @click.option("--recipes", "list_recipes", is_flag=True, help="List recipes with availability instead of items.")
+@click.option("--allow-suite-code", is_flag=True, help="Let opdiff suites' file: paths load from any file they reach.")
 @click.option("--coverage", is_flag=True, help="Per operator: cases, dtypes, whether a dynamic-shape variant exists; then the core ATen ops not covered.")
 def list_cmd(list_recipes: bool, coverage: bool, **kw: Any) -> None:
     """Print the expanded item ids (op.<op>.<variant>[dtype,shape]@<recipe>), one per line."""
