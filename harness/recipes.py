@@ -351,6 +351,20 @@ def with_provider(recipe: Recipe, text: str, spec: ProviderSpec, threads: int | 
     return replace(recipe, raw=raw, runtime=runtime)
 
 
+def with_counts(recipe: Recipe, warmup: int | None, repeats: int | None) -> Recipe:
+    """The recipe with ``bti run --warmup/--repeats`` in place of its ``runtime:`` counts (its hash names them)."""
+    from dataclasses import replace
+
+    counts = {k: v for k, v in (("warmup", warmup), ("repeats", repeats)) if v is not None}
+    if not counts:
+        return recipe
+    raw = dict(recipe.raw)
+    raw["runtime"] = {**(raw.get("runtime") or {}), **counts}
+    runtime = replace(recipe.runtime, warmup=recipe.runtime.warmup if warmup is None else warmup,
+                      repeats=recipe.runtime.repeats if repeats is None else repeats)
+    return replace(recipe, raw=raw, runtime=runtime)
+
+
 def _backend_options(backend: str, rest: dict[str, Any], raw: Any, path: Path) -> tuple[Any, str | None]:
     """The backend parses its own keys (unknown ones are its error, with file:line). A backend
     that cannot be loaded here leaves the options unparsed: its items are UNAVAILABLE with why."""

@@ -227,7 +227,8 @@ def test_run_and_opdiff_report(bti, tmp_path: Path) -> None:
     against the format opdiff documents (README "Output Format" and measure/jsonl_writter.py)."""
     out = tmp_path / "out"
     res = bti("run", "-s", str(SUITE), "-r", "portable", "-r", "xnnpack", "-o", str(out), "--no-reuse", "-j", "2",
-              "--sampled-inputs", "2", "--seed", "3", "--skips", "gather_randint:xnnpack;lin_t*:*", timeout=900)
+              "--sampled-inputs", "2", "--seed", "3", "--skips", "gather_randint:xnnpack;lin_t*:*", "--repeats", "4",
+              timeout=900)
     assert res.code in (0, 1), res.err
     recs = {json.loads(line)["id"]: json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()[1:]}
     status = {k: r["status"] for k, r in recs.items()}
@@ -264,7 +265,8 @@ def test_run_and_opdiff_report(bti, tmp_path: Path) -> None:
                 assert set(d) == {"ok", "mse", "max_abs", "mean_abs"} if d["ok"] else {"ok", "code", "msg"} <= set(d)
     single = items["add_refs"]["backends"][0]
     assert single["res"][0]["status"] == "OK" and single["res"][0]["ms"] > 0 and len(single["diff_all"]) == 2
-    assert len(single["times_all"][0]) >= 1 and items["add_refs"]["baseline"]["backend"] == "eager"
+    assert len(single["times_all"][0]) == 4 and items["add_refs"]["baseline"]["backend"] == "eager"  # --repeats 4
+    assert meta["meta"]["extra"]["params"]["repeats"] == 4
     p = items["norm_pair__eps=0_001"]
     assert p["test_type"] == "pair" and p["baseline"] is None
     assert [c["id"] for c in p["cases"]] == ["norm_pair__eps=0_001__a", "norm_pair__eps=0_001__b"]

@@ -14,7 +14,7 @@ from harness.suites import load_suites
 
 from .conftest import FIXTURES
 
-VOLATILE = {"run_id", "worker_pid", "duration_s", "stages", "latency_ms", "load_ms", "peak_rss_mb", "memory_mb", "cached"}
+VOLATILE = {"run_id", "worker_pid", "duration_s", "stages", "latency_ms", "times_ms", "load_ms", "peak_rss_mb", "memory_mb", "cached"}
 
 
 def stable(path: Path) -> dict[str, dict]:

@@ -61,6 +61,8 @@ from harness.errors import UserError
 @click.option("--seed", type=int, default=0, show_default=True, help="opdiff suites: the base seed of their inputs (opdiff's --seed).")
 @click.option("--sampled-inputs", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="opdiff suites: independently sampled input sets per test, each run and compared (opdiff's --num-sampled-inputs).")
+@click.option("--repeats", type=click.IntRange(1), help="Timed runs per item, for every recipe (its runtime.repeats; opdiff's --repeats).")
+@click.option("--warmup", type=click.IntRange(0), help="Untimed runs before them, for every recipe (its runtime.warmup).")
 @click.option("--skips", "skips", multiple=True, metavar="ID:RECIPE[;…]",
               help="SKIP these items (opdiff's --skips: id or id* prefix, then a recipe or *); repeatable.")
 def run(**kw: Any) -> None:
@@ -84,7 +86,7 @@ def run(**kw: Any) -> None:
         bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
         control=kw["control"] or None, rerun_failures=kw["rerun_failures"], baseline=kw["baseline"],
         runtime=runtime_option(kw), runtime_threads=kw["runtime_threads"], opdiff=opdiff_options(kw),
-        skips=parse_skips(kw["skips"]),
+        skips=parse_skips(kw["skips"]), warmup=kw["warmup"], repeats=kw["repeats"],
     )
     bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)
     try:

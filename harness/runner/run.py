@@ -23,7 +23,7 @@ from harness.backends import unavailable_reason
 from harness.cases.case import Item
 from harness.errors import UserError
 from harness.providers import ProviderSpec
-from harness.recipes import Recipe, load_recipe, with_provider
+from harness.recipes import Recipe, load_recipe, with_counts, with_provider
 from harness.results import SCHEMA, Header, Record, ResultsWriter, latest_by_id, read_results, repair_tail
 from harness.runner.cache import ResultCache
 from harness.runner.matrix import Filters, expand, groups_of, parse_shard, shard
@@ -56,6 +56,8 @@ class RunOptions:
     runtime_threads: int | None = None
     opdiff: Any = None  # how opdiff suites load (harness.cases.opdiff.OpdiffOptions): named suites, seed, sampled inputs
     skips: tuple[tuple[str, str], ...] = ()  # --skips (opdiff's): (case id or prefix*, recipe or *) pairs, SKIP
+    warmup: int | None = None  # --warmup / --repeats: every recipe's runtime counts
+    repeats: int | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,7 @@ def _plan_run(opts: RunOptions) -> _Plan:
     recipes, items = plan(opts.suites, names, opts.filters, check=False, opdiff=opts.opdiff)  # ops checked in _settle_all, if run
     if opts.runtime is not None or opts.runtime_threads:
         recipes = [_with_runtime(r, opts) for r in recipes]
+    recipes = [with_counts(r, opts.warmup, opts.repeats) for r in recipes]
     if not items:
         raise UserError("no work items match the given suites, recipes and filters", hint="try `bti list`")
     by_name = {r.name: r for r in recipes}
