@@ -38,7 +38,7 @@ from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
 from harness.status import Stage, Status
-from harness.suites import is_model_kind
+from harness.suites import case_judgement, is_model_kind
 from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
 
 T = TypeVar("T")
@@ -545,7 +545,12 @@ def tolerance(item: Item, recipe: Recipe, group: Group) -> dict[str, Any]:
     """What the item's outputs are held to: the recipe's for the dtype, with the case's own where it does not
     quantize (a quantized recipe keeps only the case's shape-only rule)."""
     tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
-    case_tol = group.case_tolerance
+    case_tol = dict(group.case_tolerance)
+    own = getattr(case_judgement(item.case, item.axes.dtype, recipe), "tolerance", None)
+    for key, value in (own or {}).items():  # the case source's override (OpInfo's) widens, never narrows
+        case_tol[key] = max(float(value), float(tol.get(key) or 0.0), float(case_tol.get(key) or 0.0))
+    if group.built is not None and getattr(group.built, "random_outputs", False):
+        case_tol["shape_only"] = True  # it draws random numbers: shapes and dtypes are the contract
     if not recipe.quantized:
         tol.update(case_tol)
     elif case_tol.get("shape_only"):

@@ -29,7 +29,7 @@ from harness.status import Stage, Status
 
 if TYPE_CHECKING:
     from harness.cases.case import Item
-    from harness.recipes import Recipe
+    from harness.recipes import Recipe, Rule
     from harness.results import Record
 
 from harness.results import SCHEMA
@@ -267,11 +267,24 @@ def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> 
     return "; ".join(problems)
 
 
+_ANY_DEVICE_FAILURE = frozenset({Status.FAIL_LOWER, Status.FAIL_LOAD, Status.FAIL_RUN, Status.FAIL_MISMATCH})
+
+
+def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
+    """The case source's own expected failure (OpInfo's ``expectedFailure`` for the device type): any failure on
+    the device holds it."""
+    from harness.recipes import Rule
+    from harness.suites import case_judgement
+
+    why = getattr(case_judgement(item.case, item.axes.dtype, recipe), "xfail", None)
+    return [Rule(match=item.group, reason=why, statuses=_ANY_DEVICE_FAILURE)] if why else []
+
+
 def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail: str,
                  error: ErrorInfo | None) -> tuple[Status, str, dict[str, str] | None]:
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
-    rules = recipe.xfail_rules(item.group, item.case.suite, delegated)
+    rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
     if not rules or status.did_not_run:
         return status, detail, None
     message = f"{detail}\n{error.message}" if error is not None else detail

@@ -62,6 +62,20 @@ def test_installed_examples_run(installed: Path, tmp_path: Path) -> None:
     assert recs["op.linear.fc[float32,static]@torch-npu"]["baseline"]["recipe"] == "torch-cpu"
 
 
+@pytest.mark.slow
+def test_opinfo_samples_run_on_the_privateuse1_test_device(installed: Path, tmp_path: Path) -> None:
+    """OpInfo's sample inputs end to end on an out-of-tree PrivateUse1 device: OpInfo is asked about the device's own
+    type (``npu``), its dtypes come from OpInfo, and the device agrees with the CPU on these samples."""
+    npu = EXAMPLES / "npu-device" / "recipes" / "torch-npu.yaml"
+    res = _bti(installed, "run", "-s", "opinfo-ci", "-k", "opinfo.add.default.[01]", "-k", "opinfo.sort.default.0", "-k",
+               "opinfo.matmul.default.0", "-r", str(npu), "-o", str(tmp_path / "o"), "--no-reuse", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = _records(tmp_path / "o" / "results.jsonl")
+    assert recs and all(r["status"] == "PASS" for r in recs.values()), {i: r["status"] for i, r in recs.items()}
+    assert {r["axes"]["dtype"] for r in recs.values() if r["case"] == "opinfo.add.default.0"} >= {"float32", "int64", "bool"}
+    assert all(r["recipe"] == "torch-npu" for r in recs.values())
+
+
 def test_the_delegate_checks_its_own_key_with_file_and_line(installed: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nbackend: example-delegate\npartitioners: [xnnpack]\nvendor: {max_partitions: -1}\n")

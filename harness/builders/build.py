@@ -31,6 +31,7 @@ class Built:
     task: str | None = None  # "classifier" | "lm" (model-level accuracy)
     pair_b: Any = None  # a pair case: b's built case, fed a's inputs
     pair_judged: bool = True  # a pair's a is judged against b's outputs (else against its own reference; the a-b diff is a figure)
+    random_outputs: bool = False  # the module draws random numbers: only shapes and dtypes can be compared
     more_runs: tuple[tuple[Any, ...], ...] = ()  # further input sets, each run once and compared (opdiff's sampled inputs)
 
 

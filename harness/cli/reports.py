@@ -24,9 +24,11 @@ from harness.errors import UserError
 @click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")
 @click.option("--readme-table", "readme", type=click.Path(path_type=Path),
               help="Fill the accelerator × model and op × backend tables between the bti:models / bti:ops markers of this file.")
+@click.option("--support", is_flag=True, help="Also write support.md/support.csv: operator × recipe, the dtypes that pass, "
+              "fail (first failing sample), are expected to fail or are skipped.")
 @click.option("--quiet", is_flag=True)
 def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
-           readme: Path | None, quiet: bool) -> None:
+           readme: Path | None, support: bool, quiet: bool) -> None:
     """Write JUnit XML, Markdown, CSV, badges and an HTML dashboard from a results JSONL. Never imports torch."""
     from harness.report import FORMATS, write_reports
 
@@ -42,7 +44,7 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     except ReportError as exc:  # the others were written: the job summary and outputs still follow
         failed, paths = exc, exc.paths
     latest: list[Any] = []
-    if coverage or github_output or readme:
+    if coverage or github_output or readme or support:
         from harness.results import read_latest
 
         _, latest = read_latest(jsonl)  # read once for both
@@ -50,6 +52,13 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
         from harness.report import coverage as cov
 
         paths.update(cov.write(latest, out_dir))
+    if support:
+        from harness.report import support as sup
+        from harness.results import atomic_write_text
+
+        for name, render in (("support.md", sup.render_md), ("support.csv", sup.render_csv)):
+            atomic_write_text(out_dir / name, render(latest))
+            paths[name.replace(".", "-")] = out_dir / name
     if readme:
         from harness.report.tables import update_readme
 

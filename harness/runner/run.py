@@ -259,6 +259,14 @@ def _skipped(item: Item, skips: tuple[tuple[str, str], ...]) -> str | None:
     return None
 
 
+def _source_skip(item: Item, recipe: Recipe) -> str | None:
+    """The case source's own SKIP for this item (OpInfo: a dtype not listed for the device type, a skip decorator)."""
+    from harness.suites import case_judgement
+
+    judgement = case_judgement(item.case, item.axes.dtype, recipe)
+    return getattr(judgement, "skip", None)
+
+
 def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,
             run_id: str, control: str | None, reuse_failures: bool = True,
             skips: tuple[tuple[str, str], ...] = ()) -> Record | None:
@@ -269,7 +277,7 @@ def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cach
     if reason:
         status = Status.UNAVAILABLE
     else:
-        reason = recipe.skip_reason(item) or _skipped(item, skips)
+        reason = recipe.skip_reason(item) or _skipped(item, skips) or _source_skip(item, recipe)
         status = Status.SKIP if reason else None
     if status is not None:
         return decide(item, recipe, Outcome(fixed=status, fixed_detail=reason or ""), run_id, control_recipe=control)

@@ -82,10 +82,14 @@ class BuiltinSource:
     whole_models: bool = False
     discover_args: tuple[Any, ...] = field(default=())
     prefetch_ref: str = ""  # "module:function()" that starts discovery in the background, if it can
+    judge_ref: str = ""  # "module:function(case, dtype, recipe)": the source's own word on an item (skip, xfail, tolerance)
 
     def prefetch(self) -> None:
         if self.prefetch_ref:
             _resolve(self.prefetch_ref)()
+
+    def judge(self, case: Case, dtype: str, recipe: Any) -> Any:
+        return _resolve(self.judge_ref)(case, dtype, recipe) if self.judge_ref else None
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -120,6 +124,12 @@ BUILTIN: tuple[BuiltinSource, ...] = (
                   warm_discovery=True, prefetch_ref="harness.suites.upstream:start_discovery"),
     BuiltinSource("core-ops", "every core ATen operator, inputs generated from its schema", "harness.suites.core_ops:core_cases", {}),
     BuiltinSource("core-ops-ci", "a sample of core-ops for CI", "harness.suites:_core_ci", {}),
+    BuiltinSource("opinfo", "PyTorch's OpInfo sample inputs, every entry of the installed torch (each sample a case; "
+                  "OpInfo's dtypes, skips, expected failures and tolerances per device type)", "harness.suites.opinfo:discover",
+                  {"opinfo": "harness.suites.opinfo:build"}, per_item=0.2, warm_discovery=True,
+                  judge_ref="harness.suites.opinfo:judge_item"),
+    BuiltinSource("opinfo-ci", "a sample of opinfo for CI: 34 entries across OpInfo's kinds", "harness.suites.opinfo:discover_ci",
+                  {}, per_item=0.2, warm_discovery=True),
 )
 
 
@@ -205,6 +215,17 @@ def is_model_kind(kind: str) -> bool:
 def build_case(case: Case, axes: Axes, seed: int) -> Any:
     """Worker side: the case's module, inputs and reference setup, from the source that owns its kind."""
     return source_for_kind(case.kind).build(case, axes, seed)
+
+
+def case_judgement(case: Case, dtype: str, recipe: Any) -> Any:
+    """The case source's own word on one item (``judge``: skip, expected failure, tolerance), or None. Sources
+    without one (most) say nothing."""
+    try:
+        src = source_for_kind(case.kind)
+    except UserError:
+        return None
+    judge = getattr(src, "judge", None)
+    return judge(case, dtype, recipe) if judge is not None else None
 
 
 def case_cost(case: Case) -> float:

@@ -1,0 +1,125 @@
+"""PyTorch's OpInfo sample inputs as a case source (issue: OpInfo on the device).
+
+Expectations are read from OpInfo here, independently of bti's code, so the tests hold on whatever torch is
+installed: the sample counts, the dtypes per device type, and the decorators for ``TestCommon.test_compare_cpu``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.opinfo.core import DecorateInfo
+
+from harness.cases.case import Axes, Case, Item
+from harness.suites import opinfo
+
+
+def _entry(name: str, variant: str = "") -> object:
+    return next(o for o in op_db if o.name == name and o.variant_test_name == variant)
+
+
+def test_every_sample_is_a_case_with_a_stable_id_and_opinfo_dtypes() -> None:
+    cases = opinfo.discover(("add", "sort"))
+    for name in ("add", "sort"):
+        op = _entry(name)
+        dtypes = [str(d).replace("torch.", "") for d in op.supported_dtypes("cpu") if d != torch.complex32]
+        counts = {d: len(list(op.sample_inputs("cpu", getattr(torch, d)))) for d in dtypes}
+        mine = [c for c in cases if c.id.startswith(f"opinfo.{name}.default.")]
+        assert [c.id for c in mine] == [f"opinfo.{name}.default.{n}" for n in range(max(counts.values()))]
+        for c in mine:  # a sample n exists at exactly the dtypes that give n + 1 samples or more
+            assert set(c.dtypes) == {d for d, k in counts.items() if k > c.spec["sample"]}
+        assert all(c.op == f"aten::{op.aten_name}" for c in mine)
+    # the count is cached by torch version: a second discovery reads it
+    from harness.settings import current
+
+    assert (current().cache_dir / f"opinfo-samples-{torch.__version__}.json").is_file()
+
+
+def _active(op: object, device: str, dtype: torch.dtype) -> list[tuple[object, object]]:
+    out = []
+    for info in [*op.skips, *op.decorators]:  # type: ignore[attr-defined]
+        info = info if isinstance(info, DecorateInfo) else DecorateInfo(info)
+        if info.is_active("TestCommon", "test_compare_cpu", device, dtype, {}):
+            out += [(info, dec) for dec in info.decorators]
+    return out
+
+
+def test_opinfo_decides_skips_expected_failures_and_tolerances_per_device_type() -> None:
+    # a dtype OpInfo does not list for the device type is SKIP, naming it
+    op = next(o for o in op_db if set(o.supported_dtypes("cpu")) - set(o.supported_dtypes("cuda")))
+    missing = str(next(iter(set(op.supported_dtypes("cpu")) - set(op.supported_dtypes("cuda"))))).replace("torch.", "")
+    j = opinfo.judge(op.name, op.variant_test_name or "default", "cuda", missing)
+    assert j.skip and f"dtype {missing} is not supported on cuda" in j.skip
+    # an expectedFailure active for test_compare_cpu: an expected failure, with its source
+    found = next((o, d, dt) for o in op_db for d in ("cpu", "cuda", "mps") for dt in o.supported_dtypes(d)
+                 if any(getattr(dec, "__name__", "") == "expectedFailure" for _, dec in _active(o, d, dt))
+                 and not any(getattr(dec, "__qualname__", "") == "skip.<locals>.decorator" for _, dec in _active(o, d, dt)))
+    o, d, dt = found
+    j = opinfo.judge(o.name, o.variant_test_name or "default", d, str(dt).replace("torch.", ""))
+    assert j.xfail and j.xfail.startswith(f"OpInfo {o.name!r}: expectedFailure")
+    # a toleranceOverride active for it: the tolerance, as OpInfo gives it
+    o, d, dt, tol = next((o, d, dt, dec.d[dt]) for o in op_db for d in ("cpu",) for dt in o.supported_dtypes(d)
+                         for _, dec in _active(o, d, dt) if type(dec).__name__ == "toleranceOverride" and dt in dec.d)
+    j = opinfo.judge(o.name, o.variant_test_name or "default", d, str(dt).replace("torch.", ""))
+    assert j.tolerance is not None and j.tolerance["atol"] >= tol.atol and j.tolerance["rtol"] >= tol.rtol
+
+
+def _run(case: Case, dtype: str, recipe_name: str) -> dict:
+    from harness.recipes import load_recipe
+    from harness.stages import Group, run_item
+
+    item = Item(case, recipe_name, Axes(dtype, "static"))
+    rec, _, _ = run_item(item, load_recipe(recipe_name), Group(item), "t")
+    return dict(rec)
+
+
+def test_a_sample_that_cannot_be_built_is_fail_export_and_a_random_op_is_held_to_shapes() -> None:
+    (case,) = [c for c in opinfo.discover(("add",)) if c.spec["sample"] == 0]
+    ghost = Case(id="opinfo.add.default.100000", suite="opinfo", kind="opinfo", op=case.op,
+                 spec={**case.spec, "sample": 100000}, dtypes=("float32",))
+    rec = _run(ghost, "float32", "torch-cpu")
+    assert rec["status"] == "FAIL_EXPORT" and "no sample 100000" in rec["detail"]  # the case's, never ERROR
+    plain = _run(case, "float32", "torch-cpu")
+    assert plain["status"] == "PASS" and "shape_only" not in plain["tolerance"]
+    # OpInfo seeds its random ops itself (wrapper_set_seed); an op that still draws unseeded numbers is caught by
+    # two runs under different seeds, and then only its shapes and dtypes are compared
+    built = opinfo.build(case, Axes("float32", "static"), 7)
+    assert opinfo._is_random(built.module, built.run) is False
+    drawn = opinfo.OpInfoModule(lambda x: x + torch.rand(x.shape), None, [], [], lambda y: y)
+    drawn.forward = lambda *t: t[0] + torch.rand(t[0].shape)  # type: ignore[method-assign]
+    assert opinfo._is_random(drawn, (torch.zeros(3),)) is True
+    from harness.recipes import load_recipe
+    from harness.stages import Group, tolerance
+
+    item = Item(case, "torch-cpu", Axes("float32", "static"))
+    group = Group(item, prebuilt=dataclasses.replace(built, random_outputs=True))
+    assert tolerance(item, load_recipe("torch-cpu"), group)["shape_only"] is True
+
+
+def test_the_ci_sample_runs_and_the_support_table_says_what_passed(bti, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    res = bti("run", "-s", "opinfo-ci", "-r", "torch-cpu", "-r", "torch-compile", "-k", "opinfo.add.default.0", "-k", "opinfo.add.default.1", "-k", "opinfo.sort.default.0",
+              "-o", str(out), "--no-reuse", "-j", "2")
+    assert res.code == 0, res.err[-2000:]
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
+    by = {r["id"]: r for r in recs}
+    assert by["opinfo.add.default.0[float32,static]@torch-compile"]["status"] == "PASS"
+    assert by["opinfo.add.default.0[float64,static]@torch-compile"]["status"] == "SKIP"  # the recipe runs float32
+    assert sum(r["status"] == "PASS" for r in recs if r["recipe"] == "torch-cpu") == sum(1 for r in recs if r["recipe"] == "torch-cpu")
+    rep = bti("report", str(out / "results.jsonl"), "-o", str(out), "--support", "--format", "md")
+    assert rep.code == 0, rep.err
+    rows = (out / "support.csv").read_text().splitlines()
+    assert rows[0] == "op,recipe,dtype,state,items,first_failure,detail"
+    assert "aten::add,torch-cpu,float32,pass," in "\n".join(rows)
+    assert "aten::add,torch-compile,float64,skip," in "\n".join(rows)
+    md = (out / "support.md").read_text()
+    assert "| `aten::add` |" in md and "✅" in md
+
+
+def test_listing_and_the_op_filter(inproc) -> None:
+    res = inproc("list", "-s", "opinfo-ci", "--op", "add", "-r", "torch-cpu")
+    assert res.code == 0 and res.out and all(line.startswith("opinfo.add.") for line in res.out.splitlines())
