@@ -284,6 +284,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     """One item: (its record, its outputs and median latency when it ran to the end). ``refs``: compare
     with a baseline recipe's outputs instead of the eager reference."""
     side_b: Baseline | None = None
+    b_times = None
     if refs is None and not group.built_outcome.failed and group.built.pair_b is not None:
         # a pair: b runs first on the same backend (its own eager reference checks it), then a is
         # compared with b's outputs
@@ -294,6 +295,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
             refs = b
         else:  # opdiff's pairs: each side against its own reference; how far a is from b is a figure, not a verdict
             side_b = b
+            b_times = rec_b.get("times_ms")
     t_start = time.perf_counter()
     facts: dict[str, Any] = {}
     harness_error = None
@@ -315,6 +317,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
         ratio = round(median / side_b.median_ms, 4) if median and side_b.median_ms else None
         facts["baseline"] = {"pair_b": side_b.recipe[5:], "status": side_b.status, "latency_ratio": ratio,
                              "b_latency_ms": side_b.median_ms, "judged": False, "b_op": _side_op(item.case, "b"),
+                             "b_times_ms": b_times,
                              "diff": opdiff_diff([_to_numpy(o) for o in outs], [_to_numpy(o) for o in side_b.outputs])
                              if "comparison" in facts else None}
     elif refs is not None:
@@ -441,7 +444,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
 
     def compare_all() -> Comparison:
         comparison = _compare(item, recipe, group, outs, refs, rule, deterministic)
-        more = group.built.more_runs if refs is None else ()
+        more = group.built.more_runs  # with --baseline too: further sets are held to eager (the baseline ran set 0)
         if more:
             comparison = _compare_more(backend, handle, group, comparison, outs, more, facts)
         return comparison
@@ -672,8 +675,9 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
             why = f"baseline {baseline_recipe} gave no outputs to compare with: {status.value}: {detail}"[:1000]
             rec = decide(item, recipe, Outcome(fixed=Status.BLOCKED, fixed_detail=why), run_id, attempt, control_recipe)
         else:
+            judged_pair = getattr(group.built, "pair_judged", True)  # opdiff's pairs compare their sides, never a baseline
             rec, outs, median = run_item(item, recipe, group, run_id, bundle_dir, control, control_recipe, attempt,
-                                         refs=baseline if item.recipe != baseline_recipe else None)
+                                         refs=baseline if item.recipe != baseline_recipe and judged_pair else None)
             if item.recipe == baseline_recipe:
                 status = Status(rec["status"])
                 if outs is not None and (status.is_pass or status is Status.XPASS):

@@ -222,6 +222,52 @@ def test_file_code_runs_only_for_suites_the_user_named(inproc, tmp_path: Path) -
                                                                 "suites": "ops,evil.yaml"}})
 
 
+def test_code_reached_any_other_way_is_refused_and_edits_to_it_run_again(inproc, tmp_path: Path) -> None:
+    """A file: path inside a template variable's value is checked like one written in place; a dotted path outside
+    torch.nn is code too; the contents of a file: path key the result cache."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "lib" / "evil.py").write_text("import torch\nclass X(torch.nn.Module):\n    def forward(self, x):\n        return x\n")
+    (tmp_path / "lib" / "inc.yaml").write_text(textwrap.dedent("""\
+        tests:
+          - id: t
+            op:
+              type: template_module
+              path: torch.nn.Sequential
+              vars: {m: [{type: construct, path: "file:evil.py::X"}]}
+              args: [{var: m}]
+            in: [{type: tensor, shape: [2], kind: float}]
+        """))
+    (tmp_path / "lib" / "sys.yaml").write_text(textwrap.dedent("""\
+        tests:
+          - id: s
+            op: {type: module, path: os.system, args: ["true"]}
+            in: []
+        """))
+    for inc in ("inc.yaml", "sys.yaml"):
+        (tmp_path / "mine" / "run.yaml").write_text(f"include: [../lib/{inc}]\n")
+        res = inproc("list", "-s", str(tmp_path / "mine" / "run.yaml"), "-r", "portable")
+        assert res.code == 2 and ("runs Python code from a file" in res.err or "calls Python code outside torch.nn." in res.err), res.err
+    # the suite named itself: allowed, and the file's contents are part of the case (an edit is a new cache key)
+    named = load_opdiff(tmp_path / "lib" / "inc.yaml", named=True)
+    before = named[0].spec_hash
+    (tmp_path / "lib" / "evil.py").write_text((tmp_path / "lib" / "evil.py").read_text() + "# edited\n")
+    assert load_opdiff(tmp_path / "lib" / "inc.yaml", named=True)[0].spec_hash != before
+    assert list(named[0].spec["code"]) == ["file:evil.py::X"]
+
+
+@pytest.mark.parametrize(("text", "ok"), [
+    ("dims: {N: \"4\"}\n" + T + "      - {type: tensor, shape: [N], kind: float, mean: \"1.5\"}\n", True),
+    (T + "      - {type: optional, p_none: \"0.5\", elem: {type: const, value: 1}}\n", True),
+    (T + "      - {type: int_list, elems: [1.0]}\n    cast_input0_to_complex: \"true\"\n", True),
+    ("presets:\n  bad: {type: tensor, shape: [], kind: float}\n" + T + "      - {type: tensor, shape: [2], kind: float}\n", False),
+])
+def test_what_opdiff_accepts_loose_or_refuses_unused(inproc, tmp_path: Path, text: str, ok: bool) -> None:
+    """opdiff's models coerce numeric and boolean strings (pydantic's lax mode) and validate every preset."""
+    res = _validate(inproc, tmp_path, text)
+    assert (res.code == 0) is ok, res.err
+
+
 def test_run_and_opdiff_report(bti, tmp_path: Path) -> None:
     """The suite on portable and XNNPACK with two sampled input sets and opdiff's skips; then opdiff's JSONL, checked
     against the format opdiff documents (README "Output Format" and measure/jsonl_writter.py)."""
@@ -274,6 +320,23 @@ def test_run_and_opdiff_report(bti, tmp_path: Path) -> None:
     assert p["backends"][0]["diff_all"][0]["max_abs"] == pytest.approx(pair["diff"]["max_abs"], rel=1e-3)
     skipped = items["gather_randint"]["backends"][1]
     assert skipped["backend"] == "xnnpack" and skipped["res"][0]["status"] == "SKIPPED"
+
+
+def test_with_a_baseline_recipe_pairs_still_compare_their_sides_and_every_input_set_is_held(bti, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = bti("run", "-s", str(SUITE), "-r", "portable", "--baseline", "torch-cpu", "--sampled-inputs", "2",
+              "-k", "norm_pair*", "-k", "add_refs", "-o", str(out), "--no-reuse", "-j", "2", timeout=900)
+    assert res.code == 0, res.err
+    recs = {json.loads(x)["id"]: json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]}
+    pair = recs["norm_pair__eps=0_001[float32,static]@portable"]
+    assert pair["status"] == "PASS" and pair["baseline"]["judged"] is False and pair["baseline"]["b_times_ms"]
+    single = recs["add_refs[float32,static]@portable"]
+    assert single["baseline"]["recipe"] == "torch-cpu" and len(single["sampled_inputs"]) == 2
+    assert bti("report", str(out / "results.jsonl"), "-o", str(out), "--format", "opdiff").code == 0
+    items = {json.loads(x)["id"]: json.loads(x) for x in (out / "opdiff.jsonl").read_text().splitlines()[1:]}
+    assert items["norm_pair__eps=0_001"]["baseline"] is None and items["add_refs"]["baseline"]["backend"] == "torch-cpu"
+    assert {b["backend"] for b in items["norm_pair__eps=0_001"]["backends"]} == {"torch-cpu", "portable"}
+    assert all(t is not None for b in items["norm_pair__eps=0_001"]["backends"] for t in b["times_all"])
 
 
 def test_a_bad_skip_is_one_line(inproc) -> None:

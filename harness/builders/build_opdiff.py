@@ -336,8 +336,8 @@ def resolve_path(path: str, spec: dict[str, Any]) -> Any:
     if path.startswith("file:"):
         from harness.cases.opdiff import find_code_file
 
-        if not spec.get("code"):
-            raise SpecError(f"{path}: this case may not run code from files (the suite was not named on the command line)")
+        if path not in (spec.get("code") or {}):
+            raise SpecError(f"{path}: this case may not run code from files (not checked when the suite was loaded)")
         file_part, _, sym = path[len("file:"):].partition("::")
         found = find_code_file(file_part, spec["cwd"], spec["base"])
         if found is None:

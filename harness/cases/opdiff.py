@@ -15,6 +15,7 @@ load, not at run time. A test without an ``id`` (opdiff writes ``None``) is ``te
 from __future__ import annotations
 
 import difflib
+import hashlib
 import itertools
 import os
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ NODE_FIELDS: dict[str, tuple[str, ...]] = {
     "const": ("value",),
     "const_tensor": ("shape", "kind", "dtype", "value", *_SAMPLING),
 }
+SAFE_PREFIXES = ("torch.nn.",)  # module/construct paths any suite may name; others are code, gated like file:
 BUILD_FIELDS = {"module": ("path", "args", "kwargs"), "construct": ("path", "args", "kwargs")}
 TEMPLATE_FIELDS = ("path", "vars", "cases", "args", "kwargs")
 PAIR_FIELDS = ("vars", "cases", "common", "a", "b")
@@ -114,6 +116,9 @@ def load_opdiff(path: Path, *, named: bool, allow_code: bool = False, seed: int 
     ctx = {"dims": dims, "presets": presets, "base": str(root.parent), "cwd": os.getcwd(),
            "trusted_root": root.parent if named else None, "allow_code": allow_code,
            "seed": int(seed), "samples": int(samples), "suite_file": str(path)}
+    presets_check = _Nodes(_Err("test=unknown", str(path)), ctx)  # opdiff validates every preset, used or not
+    for name, node in presets.items():
+        presets_check.node(node, f"presets.{name}")
     for index, raw in enumerate(raw_tests):
         for case in _expand(raw, index, suite, ctx):
             if case.id in seen:
@@ -182,11 +187,51 @@ def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
     into["tests"] = into["tests"] + list(other["tests"])
 
 
+_TRUE, _FALSE = {"true", "t", "yes", "y", "on", "1"}, {"false", "f", "no", "n", "off", "0"}
+
+
+def _lax_int(v: Any) -> int | None:
+    """An int as opdiff's pydantic models take one (lax mode): 4, 4.0, "4"; None otherwise."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v.strip())
+    return None
+
+
+def _lax_float(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _lax_bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
+        return v.strip().lower() in _TRUE
+    return None
+
+
 def _dims(merged: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for name, value in merged["dims"].items():
+    for name, raw_value in merged["dims"].items():
         loc = merged["dims_at"][name]
-        if not isinstance(value, int) or isinstance(value, bool):
+        value = _lax_int(raw_value)
+        if value is None:
             raise SpecError(f"{loc}: dims.{name} must be int")
         if value < 0:
             raise SpecError(f"{loc}: dims.{name} must be >= 0")
@@ -254,8 +299,8 @@ def _fields(raw: Any, at: str, err: _Err) -> tuple[Any, dict[str, Any], list[Any
     device = raw.get("device", "cpu")
     if device not in DEVICES:
         raise err(raw, f"{at}.device", f"Input should be {', '.join(repr(d) for d in DEVICES)}", key="device")
-    cast = raw.get("cast_input0_to_complex", False)
-    if not isinstance(cast, bool):
+    cast = _lax_bool(raw.get("cast_input0_to_complex", False))
+    if cast is None:
         raise err(raw, f"{at}.cast_input0_to_complex", "Input should be a valid boolean", key="cast_input0_to_complex")
     ins = raw["in"]
     if not isinstance(ins, list):
@@ -287,13 +332,13 @@ def _expand(raw: Any, index: int, suite: str, ctx: dict[str, Any]) -> list[Case]
     if isinstance(op, str):
         if not op.strip() or "::" not in op:
             raise err(raw, f"{at}.op", f"Invalid op string: {op}", key="op")
-        return [_case(name, suite, "opdiff", {**base, "op": op, **t.io({})}, t.loc, ctx, op=op, op_loc=where(raw, t.loc, "op"))]
+        return [_case(name, suite, "opdiff", {**base, "op": op, **t.io({})}, t.loc, ctx, op=op, op_loc=where(raw, t.loc, "op"), code=check.code)]
     if not isinstance(op, dict) or op.get("type") not in ("module", "template_module", "template_compare_pair"):
         raise err(raw, f"{at}.op", "op is an ATen name or a node of type module, template_module or template_compare_pair",
                   key="op")
     if op["type"] == "module":
         module = check.build(op, f"{at}.op", "module")
-        return [_case(name, suite, "opdiff", {**base, "op": module, **t.io({})}, t.loc, ctx, op=module["path"])]
+        return [_case(name, suite, "opdiff", {**base, "op": module, **t.io({})}, t.loc, ctx, op=module["path"], code=check.code)]
     fields = TEMPLATE_FIELDS if op["type"] == "template_module" else PAIR_FIELDS
     unknown = [k for k in op if k not in (*fields, "type")]
     if unknown:
@@ -313,7 +358,7 @@ def _template(t: _Test, op: dict[str, Any]) -> list[Case]:
     for env in _rows(t.ctx["dims"], variables, rows, keys):
         module = t.check.build(node, at, "template_module", env=env)
         out.append(_case(f"{t.tid or 'template'}{_suffix(keys, env)}", t.suite, "opdiff", {**t.base, "op": module, **t.io(env)},
-                         t.loc, t.ctx, op=op["path"]))
+                         t.loc, t.ctx, op=op["path"], code=t.check.code))
     return out
 
 
@@ -348,7 +393,8 @@ def _pair(t: _Test, op: dict[str, Any]) -> list[Case]:
         pair_id = f"{t.tid or 'template_compare_pair'}{_suffix(keys, env)}"
         a, b = ({**t.base, "id": f"{pair_id}__{s}", "impl": sides[s][0]["impl"], **t.io(env),
                  "op": t.check.build(sides[s][1], f"{at}.{s}", "template_compare_pair", env=env)} for s in ("a", "b"))
-        out.append(_case(pair_id, t.suite, "opdiff-pair", {"a": a, "b": b}, t.loc, t.ctx, op=a["op"]["path"]))
+        out.append(_case(pair_id, t.suite, "opdiff-pair", {"a": a, "b": b}, t.loc, t.ctx, op=a["op"]["path"],
+                         code=t.check.code))
     return out
 
 
@@ -408,10 +454,11 @@ def _plain(value: Any) -> Any:
 
 
 def _case(cid: str, suite: str, kind: str, test: dict[str, Any], loc: str, ctx: dict[str, Any], op: str | None = None,
-          op_loc: str = "") -> Case:
-    # every file: path in it passed the check above, so the worker may run them (it refuses any other)
+          op_loc: str = "", code: dict[str, str] | None = None) -> Case:
+    # the file: paths checked above (and their contents' hashes): the worker runs these and refuses any other
+    code = code or {}
     spec = {"format": "opdiff", "test": test, "seed": ctx["seed"], "samples": ctx["samples"], "base": ctx["base"],
-            "cwd": ctx["cwd"], "code": "file:" in repr(test)}
+            "cwd": ctx["cwd"], "code": dict(sorted(code.items()))}
     sides = [test["a"], test["b"]] if kind == "opdiff-pair" else [test]
     impls = sorted({s["impl"] for s in sides if s.get("impl")})
     tags = ("opdiff", *(f"impl:{i}" for i in impls), *(("pair",) if kind == "opdiff-pair" else ()))
@@ -428,6 +475,7 @@ class _Nodes:
     def __init__(self, err: _Err, ctx: dict[str, Any]) -> None:
         self.err, self.dims, self.presets, self.ctx = err, ctx["dims"], ctx["presets"], ctx
         self.origin: Any = None  # the test being read (its file decides whether its file: paths may run)
+        self.code: dict[str, str] = {}  # file: paths allowed here -> their contents' hash
 
     # validation ---------------------------------------------------------------------------------------------
     def node(self, node: Any, at: str, allow_var_ref: bool = False, depth: int = 0) -> None:
@@ -473,8 +521,8 @@ class _Nodes:
         if kind == "optional":
             if "elem" not in node:
                 raise self.err(node, sub, "Field required: elem")
-            p = node.get("p_none", 0.0)
-            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            p = _lax_float(node.get("p_none", 0.0))
+            if p is None or not 0.0 <= p <= 1.0:
                 raise self.err(node, f"{sub}.p_none", "Value error, p_none must be in [0,1]", key="p_none")
             self.node(node["elem"], f"{sub}.elem", allow_var_ref, depth + 1)
         if kind == "const" and "value" not in node:
@@ -501,7 +549,7 @@ class _Nodes:
             for key in ("mean", "std", "p"):
                 if key in node:
                     self._number(node, f"{sub}.{key}", key)
-        if kind == "tensor" and "requires_grad" in node and not isinstance(node["requires_grad"], bool):
+        if kind == "tensor" and "requires_grad" in node and _lax_bool(node["requires_grad"]) is None:
             raise self.err(node, f"{sub}.requires_grad", "Input should be a valid boolean", key="requires_grad")
         if kind == "scalar":
             self._scalar(node, sub)
@@ -510,7 +558,7 @@ class _Nodes:
             raise self.err(node, f"{sub}.value", "Input should be a number or a boolean", key="value")
         if kind == "int_list":
             elems = node.get("elems")
-            if not isinstance(elems, list) or not all(isinstance(e, int) and not isinstance(e, bool) for e in elems):
+            if not isinstance(elems, list) or any(_lax_int(e) is None for e in elems):
                 raise self.err(node, f"{sub}.elems", "Input should be a valid list of integers", key="elems")
             if not elems:
                 raise self.err(node, f"{sub}.elems", "Value error, int_list.elems cannot be empty", key="elems")
@@ -549,10 +597,10 @@ class _Nodes:
         return int(self.dims[d.strip()])
 
     def _number(self, node: dict[str, Any], at: str, key: str) -> float:
-        v = node[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        v = _lax_float(node[key])
+        if v is None:
             raise self.err(node, at, "Input should be a valid number", key=key)
-        return float(v)
+        return v
 
     def _symbol_or_number(self, node: dict[str, Any], at: str, key: str, what: str) -> float | int:
         v = node[key]
@@ -625,9 +673,9 @@ class _Nodes:
                 v = self._symbol_or_number({key: v}, key, key, key) if v is not None else None
                 out[key] = None if v is None else (int(v) if randint else float(v))
             for key, default2 in (("mean", 0.0), ("std", 1.0), ("p", 0.5)):
-                out[key] = float(node.get(key, default2))
+                out[key] = _lax_float(node.get(key, default2)) or 0.0
             if kind == "tensor":
-                out["requires_grad"] = bool(node.get("requires_grad", False))
+                out["requires_grad"] = bool(_lax_bool(node.get("requires_grad", False)))
             if kind != "tensor":
                 out["value"] = _plain(node.get("value"))
         if kind == "scalar":
@@ -636,14 +684,14 @@ class _Nodes:
                 v = node.get(key)
                 out[key] = float(self._symbol_or_number(node, key, key, key)) if v is not None else default3
         if kind == "int_list":
-            out["elems"] = list(node["elems"])
+            out["elems"] = [_lax_int(e) for e in node["elems"]]
         if kind == "list":
             out["len"] = int(self._symbol_or_number(node, "len", "len", "list.len"))
             out["elem"] = self.resolve(node["elem"], env)
         if kind == "tuple":
             out["elems"] = [self.resolve(e, env) for e in node["elems"]]
         if kind == "optional":
-            out["p_none"] = float(node.get("p_none", 0.0))
+            out["p_none"] = _lax_float(node.get("p_none", 0.0)) or 0.0
             out["elem"] = self.resolve(node["elem"], env)
         if kind == "const":
             out["value"] = _plain(node["value"])
@@ -662,6 +710,10 @@ class _Nodes:
         path = node["path"]
         if path.startswith("file:"):
             self._file(node, path, at)
+        elif not path.startswith(SAFE_PREFIXES) and not self._code_allowed(node):
+            raise self.err(node, f"{at}.path", f"{path} calls Python code outside {', '.join(SAFE_PREFIXES)}; bti calls it only in "
+                           "a suite named on the command line (-s) and the files it includes from its own folder tree, or "
+                           "with --allow-suite-code", key="path")
         args = node.get("args") or []
         kwargs = node.get("kwargs") or {}
         if not isinstance(args, list):
@@ -686,7 +738,7 @@ class _Nodes:
             v = env[name]
             if isinstance(v, str) and v in env and isinstance(env[v], int):
                 return env[v]
-            return _plain(v)
+            return self._arg(_plain(v), at, allow_vars, {})  # a value that is a node is checked like one written there
         if isinstance(value, dict) and value.get("type") in ("construct", "module"):
             return self.build(value, at, "construct", allow_vars, env)
         if isinstance(value, list):
@@ -710,9 +762,12 @@ class _Nodes:
             raise self.err(node, f"{at}.path", f"{path} runs Python code from a file; bti runs it only in a suite named on "
                            "the command line (-s) and the files it includes from its own folder, or with --allow-suite-code",
                            key="path")
-        if find_code_file(file_part, self.ctx["cwd"], self.ctx["base"]) is None:
+        found = find_code_file(file_part, self.ctx["cwd"], self.ctx["base"])
+        if found is None:
             raise self.err(node, f"{at}.path", f"{path}: no such file (looked in {self.ctx['cwd']} and {self.ctx['base']})",
                            key="path")
+        # the worker loads only the files checked here; their contents key the result cache (an edit runs again)
+        self.code[path] = hashlib.sha256(found.read_bytes()).hexdigest()[:16]
 
 
 def _shorthand(node: Any) -> Any:

@@ -89,9 +89,10 @@ def _op(rec: Record) -> str:
 
 def _cases(rec: Record, yaml: str) -> list[dict[str, Any]]:
     base = rec.get("baseline") or {}
-    if "pair_b" in base:
-        return [{"yaml": yaml, "id": str(base["pair_b"])[:-1] + "a" if str(base["pair_b"]).endswith("__b") else rec["case"],
-                 "op": _op(rec)}, {"yaml": yaml, "id": str(base["pair_b"]), "op": str(base.get("b_op") or _op(rec))}]
+    if "pair_b" in base or "pair" in (rec.get("tags") or []):  # opdiff's sides: <pair id>__a and __b
+        b_id = str(base.get("pair_b") or f"{rec['case']}__b")
+        return [{"yaml": yaml, "id": b_id[:-1] + "a", "op": _op(rec)},
+                {"yaml": yaml, "id": b_id, "op": str(base.get("b_op") or _op(rec))}]
     return [{"yaml": yaml, "id": rec["case"], "op": _op(rec)}]
 
 
@@ -101,14 +102,14 @@ def _backend(rec: Record) -> dict[str, Any]:
     res = [_res(rec)]
     times: list[Any] | None = [rec["times_ms"]] if rec.get("times_ms") else None
     if pair:
-        if rec.get("detail", "").startswith("pair b ("):  # b failed: a never ran
-            res = [{"status": "SKIPPED", "err": "side b failed", "ms": None}, _res(rec)]
+        if rec.get("detail", "").startswith("pair b ("):  # b failed: bti runs b first, and a not after it
+            res = [{"status": "SKIPPED", "err": "not run: side b failed first", "ms": None}, _res(rec)]
             times = None
         else:
             b_ms = as_float(base.get("b_latency_ms"))
             res.append({"status": opdiff_status({"status": base.get("status", "PASS")}),
                         "err": None, "ms": b_ms})
-            times = [rec.get("times_ms"), None] if rec.get("times_ms") else None
+            times = [rec.get("times_ms"), base.get("b_times_ms")] if rec.get("times_ms") else None
     return {"backend": rec["recipe"], "res": res, "times_all": times,
             "diff_all": _diff_all(rec) if res[0]["status"] == "OK" else None}
 
@@ -144,7 +145,7 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
         item_id = first["case"] if len(axes_of[first["case"]]) == 1 else key
         base_rec = next((r for r in recs if r["recipe"] == baseline_recipe), None)
         pair = any("pair_b" in (r.get("baseline") or {}) or "pair" in (r.get("tags") or []) for r in recs)
-        if base_rec is not None:
+        if base_rec is not None and not pair:
             baseline: dict[str, Any] | None = {"backend": baseline_recipe, **_res(base_rec),
                                                "times_all": [base_rec["times_ms"]] if base_rec.get("times_ms") else None}
         elif pair:
@@ -152,7 +153,7 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
         else:
             baseline = {"backend": "eager", "status": "OK", "err": None, "ms": None, "times_all": None}
         order = {name: i for i, name in enumerate(header.get("recipes") or [])}
-        backends = [_backend(r) for r in sorted(recs, key=lambda r: order.get(r["recipe"], len(order))) if r is not base_rec]
+        backends = [_backend(r) for r in sorted(recs, key=lambda r: order.get(r["recipe"], len(order))) if r is not base_rec or pair]
         source = next((r for r in recs if "pair_b" in (r.get("baseline") or {})), first)
         lines.append(json.dumps({"type": "item", "id": item_id, "test_type": "pair" if pair else "single",
                                  "cases": _cases(source, yaml), "baseline": baseline, "backends": backends},
