@@ -103,13 +103,38 @@ def _to_numpy(value: Any) -> NDArray[Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
-        t = value.detach().cpu()
+        t = _comparable(value.detach().cpu())
         if t.is_complex():  # compare real and imaginary parts as a trailing dim of 2
             t = torch.view_as_real(t.resolve_conj())
-        if t.dtype == torch.bfloat16:
-            t = t.float()
-        return t.contiguous().numpy()
+        return np.asarray(t.contiguous().numpy())
     return np.asarray(value)
+
+
+def same_tensor(x: Any, y: Any) -> bool:
+    """Bit for bit equal, for any dtype and layout (torch.equal lacks some: complex32, the bfloat complex)."""
+    import torch
+
+    x, y = _comparable(x), _comparable(y)
+    try:
+        return bool(torch.equal(x, y))
+    except (RuntimeError, TypeError):
+        return x.shape == y.shape and bool(torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)))
+
+
+def _comparable(t: Any) -> Any:
+    """A tensor numpy and torch.equal can take: dense, and widened from the dtypes they lack (bfloat16, float8,
+    complex32, the wide unsigned ints) without changing a value."""
+    import torch
+
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    if t.dtype == torch.complex32:
+        return t.to(torch.complex64)
+    if t.is_floating_point() and t.dtype not in (torch.float16, torch.float32, torch.float64):
+        return t.float()  # bfloat16, float8_*: every value is a float32
+    if t.dtype in (torch.uint16, torch.uint32, torch.uint64):
+        return t.to(torch.float64) if t.dtype == torch.uint64 else t.to(torch.int64)
+    return t
 
 
 def _dtype_name(value: Any) -> str:
@@ -255,7 +280,10 @@ def changed_inputs(after: tuple[Any, ...], before: tuple[Any, ...]) -> list[int]
     for i, (x, y) in enumerate(zip(after, before, strict=False)):
         if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
             continue
-        if x.shape != y.shape or x.dtype != y.dtype or (not torch.equal(x, y) and not _equal_nan(x, y)):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            out.append(i)
+            continue
+        if not same_tensor(x, y) and not _equal_nan(_comparable(x), _comparable(y)):
             out.append(i)
     return out
 
@@ -273,7 +301,7 @@ def output_fault(outs: Any) -> str | None:
     if not isinstance(outs, (list, tuple)):
         return f"run returned {type(outs).__name__}, not a list of tensors"
     for i, o in enumerate(outs):
-        if not isinstance(o, (torch.Tensor, int, float, bool)):
+        if not isinstance(o, (torch.Tensor, int, float, bool, complex)):
             return f"output[{i}] is {type(o).__name__}, not a tensor"
     return None
 
