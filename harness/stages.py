@@ -312,7 +312,6 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     """One item: (its record, its outputs and median latency when it ran to the end). ``refs``: compare
     with a baseline recipe's outputs instead of the eager reference."""
     side_b: Baseline | None = None
-    b_times = None
     if refs is None and not group.built_outcome.failed and group.built.pair_b is not None:
         # a pair: b runs first on the same backend (its own eager reference checks it), then a is
         # compared with b's outputs
@@ -323,7 +322,6 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
             refs = b
         else:  # opdiff's pairs: each side against its own reference; how far a is from b is a figure, not a verdict
             side_b = b
-            b_times = rec_b.get("times_ms")
     t_start = time.perf_counter()
     facts: dict[str, Any] = {}
     harness_error = None
@@ -344,8 +342,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     if side_b is not None:
         ratio = round(median / side_b.median_ms, 4) if median and side_b.median_ms else None
         facts["baseline"] = {"pair_b": side_b.recipe[5:], "status": side_b.status, "latency_ratio": ratio,
-                             "b_latency_ms": side_b.median_ms, "judged": False, "b_op": _side_op(item.case, "b"),
-                             "b_times_ms": b_times,
+                             "b_latency_ms": side_b.median_ms, "judged": False, "b_op": _side_op(item.case, "b"), "b_times_ms": side_b.times_ms,
                              "diff": opdiff_diff([_to_numpy(o) for o in outs], [_to_numpy(o) for o in side_b.outputs])
                              if "comparison" in facts else None}
     elif refs is not None:
@@ -378,6 +375,7 @@ class Baseline:
     status: str
     outputs: list[Any]
     median_ms: float | None
+    times_ms: list[float] | None = None  # each timed run (a pair's b side: opdiff's times_all)
 
 
 def _pair_b(item: Item, recipe: Recipe, group: Group, run_id: str, control: Status | None, control_recipe: str | None,
@@ -388,7 +386,7 @@ def _pair_b(item: Item, recipe: Recipe, group: Group, run_id: str, control: Stat
                                        prefix=f"pair b ({b_name}): ")
     if outs_b is None or not Status(rec_b["status"]).is_pass:
         return rec_b, None
-    return rec_b, Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b)
+    return rec_b, Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b, rec_b.get("times_ms"))
 
 
 def _side_op(case: Any, side: str) -> str | None:

@@ -137,6 +137,8 @@ class Group(StrEnum):
 
 
 # BLOCKED is not a failure of its own: the baseline's failure, recorded on the baseline's item, is.
+# the failures of a program on its device (an expected failure of the device, e.g. OpInfo's expectedFailure)
+DEVICE_FAILURES = frozenset({Status.FAIL_LOWER, Status.FAIL_LOAD, Status.FAIL_RUN, Status.FAIL_MISMATCH})
 _OK = frozenset({Status.PASS, Status.PASS_UNDELEGATED, Status.SKIP, Status.LOWERED, Status.UNAVAILABLE, Status.XFAIL,
                  Status.BLOCKED})
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import first_line
-from harness.status import Stage, Status
+from harness.status import DEVICE_FAILURES, Stage, Status
 
 if TYPE_CHECKING:
     from harness.cases.case import Item
@@ -267,9 +267,6 @@ def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> 
     return "; ".join(problems)
 
 
-_ANY_DEVICE_FAILURE = frozenset({Status.FAIL_LOWER, Status.FAIL_LOAD, Status.FAIL_RUN, Status.FAIL_MISMATCH})
-
-
 def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
     """The case source's own expected failure (OpInfo's ``expectedFailure`` for the device type): any failure on
     the device holds it."""
@@ -277,7 +274,7 @@ def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
     from harness.suites import case_judgement
 
     why = getattr(case_judgement(item.case, item.axes.dtype, recipe), "xfail", None)
-    return [Rule(match=item.group, reason=why, statuses=_ANY_DEVICE_FAILURE)] if why else []
+    return [Rule(match=item.group, reason=why, statuses=DEVICE_FAILURES)] if why else []
 
 
 def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail: str,
