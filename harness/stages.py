@@ -123,7 +123,7 @@ def same_tensor(x: Any, y: Any) -> bool:
 
 def _comparable(t: Any) -> Any:
     """A tensor numpy and torch.equal can take: dense, and widened from the dtypes they lack (bfloat16, float8,
-    complex32, the wide unsigned ints) without changing a value."""
+    complex32, the wide unsigned ints) without changing a value, but for uint64 above 2**53 (as float64)."""
     import torch
 
     if t.layout != torch.strided:
@@ -283,7 +283,8 @@ def changed_inputs(after: tuple[Any, ...], before: tuple[Any, ...]) -> list[int]
         if x.shape != y.shape or x.dtype != y.dtype:
             out.append(i)
             continue
-        if not same_tensor(x, y) and not _equal_nan(_comparable(x), _comparable(y)):
+        x, y = _comparable(x), _comparable(y)
+        if not same_tensor(x, y) and not _equal_nan(x, y):
             out.append(i)
     return out
 

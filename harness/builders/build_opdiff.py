@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from harness.builders.build import _SLOT, Built  # the one slot sentinel: copy_module keeps it through deepcopy
+from harness.builders.build import _SLOT, Built, torch_dtype  # the one slot sentinel: copy_module keeps it through deepcopy
 from harness.cases.case import Axes, Case
 from harness.errors import SpecError
 
@@ -72,10 +72,6 @@ def _sample_all(nodes: list[dict[str, Any]], seed: int) -> list[Any]:
         return [sample(n) for n in nodes]
 
 
-def _dtype(name: str) -> torch.dtype:
-    return getattr(torch, name)  # type: ignore[no-any-return]
-
-
 def _auto_dist(dtype: torch.dtype) -> str:
     if dtype is torch.bool:
         return "bernoulli"
@@ -118,13 +114,13 @@ def _by_dist(shape: tuple[int, ...], dtype: torch.dtype, dist: str, n: dict[str,
 def sample(n: dict[str, Any]) -> Any:
     kind = n["type"]
     if kind == "tensor" or (kind == "const_tensor" and n.get("value") is None):
-        dtype = _dtype(n["dtype"])
+        dtype = torch_dtype(n["dtype"])
         t = _by_dist(tuple(n["shape"]), dtype, n["init"] or _auto_dist(dtype), n)
         if n.get("requires_grad") and t.is_floating_point():
             t.requires_grad_(True)
         return t
     if kind == "const_tensor":
-        return torch.tensor(n["value"], dtype=_dtype(n["dtype"])).reshape(n["shape"])
+        return torch.tensor(n["value"], dtype=torch_dtype(n["dtype"])).reshape(n["shape"])
     if kind == "scalar":
         if n["value"] is not None:
             torch.randint(0, 1, ())  # opdiff draws from its one-element choices: the stream moves on
@@ -136,7 +132,7 @@ def sample(n: dict[str, Any]) -> Any:
             return bool(torch.randint(0, 2, ()).item())
         return float(torch.rand(()).item() * (n["high"] - n["low"]) + n["low"])
     if kind == "scalar_tensor":
-        dtype = _dtype(n["dtype"])
+        dtype = torch_dtype(n["dtype"])
         if n.get("value") is not None:
             return torch.tensor(n["value"], dtype=dtype)
         return _by_dist((), dtype, n["init"] or _auto_dist(dtype), n)
@@ -214,7 +210,7 @@ def _graph_inputs(test: dict[str, Any], fn: Any, values: tuple[list[Any], list[A
         if node["type"] == "list":
             out.extend(_pack(v) for v in value)
         elif node["type"] == "scalar":  # opdiff's specification: a scalar is exported as a rank-1 tensor
-            out.append(torch.tensor(value, dtype=_dtype(node["dtype"])).reshape(1))
+            out.append(torch.tensor(value, dtype=torch_dtype(node["dtype"])).reshape(1))
         else:
             out.append(_pack(value))
 

@@ -69,8 +69,6 @@ def _samples_of(name: str, variant: str, dtype: str) -> list[Any]:
 
 def _counts(keys: list[tuple[str, str]]) -> dict[str, dict[str, int]]:
     """Samples per dtype for each entry (``"<name>|<variant>"`` → {dtype: n}), from the cache when it has them."""
-    import torch
-
     from harness.settings import current
 
     path = current().cache_dir / f"opinfo-samples-{torch.__version__}.json"
@@ -147,8 +145,6 @@ def _skip_reason(dec: Any) -> str | None:
 
 def _capability(dec: Any, device_type: str) -> str | None:
     """The device-type gates OpInfo attaches as decorators, evaluated as they test (None: not a gate, or passes)."""
-    import torch
-
     name = getattr(dec, "__name__", "") or type(dec).__name__
     gates = {
         "onlyCUDA": device_type != "cuda",
@@ -165,7 +161,6 @@ def _capability(dec: Any, device_type: str) -> str | None:
 @functools.cache
 def judge(name: str, variant: str, device_type: str, dtype: str) -> Judgement:
     """What OpInfo says about running ``name``/``variant`` at ``dtype`` on ``device_type`` against the CPU."""
-    import torch
     from torch.testing._internal.opinfo.core import DecorateInfo
 
     op = entries()[(name, variant)]
@@ -212,7 +207,6 @@ def judge_item(case: Case, dtype: str, recipe: Any) -> Judgement:
 
 def build(case: Case, axes: Any, seed: int) -> Any:
     """The sample's op as a module whose inputs are the sample's tensors (nested ones flattened), on the CPU."""
-    import torch
     import torch.utils._pytree as pytree
 
     from harness.builders.build import Built
@@ -234,8 +228,6 @@ def build(case: Case, axes: Any, seed: int) -> Any:
 
 def _is_random(module: Any, tensors: tuple[Any, ...]) -> bool:
     """Whether the op draws random numbers (dropout, bernoulli…): two seeds, different outputs."""
-    import torch
-
     def run(seed: int) -> Any:
         with torch.random.fork_rng(devices=[]), torch.no_grad():
             torch.manual_seed(seed)
@@ -245,17 +237,11 @@ def _is_random(module: Any, tensors: tuple[Any, ...]) -> bool:
         a, b = run(1), run(2)
     except Exception:
         return False  # it fails on the CPU: the reference stage says how
-    fa = [x for x in _flat(a) if isinstance(x, torch.Tensor)]
-    fb = [x for x in _flat(b) if isinstance(x, torch.Tensor)]
-    from harness.stages import same_tensor
+    from harness.stages import _leaves, same_tensor
 
+    fa = [x for x in _leaves(a) if isinstance(x, torch.Tensor)]
+    fb = [x for x in _leaves(b) if isinstance(x, torch.Tensor)]
     return any(x.shape == y.shape and not same_tensor(x, y) for x, y in zip(fa, fb, strict=False))
-
-
-def _flat(x: Any) -> list[Any]:
-    import torch.utils._pytree as pytree
-
-    return list(pytree.tree_leaves(x))
 
 
 class OpInfoModule(torch.nn.Module):
