@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -69,6 +70,28 @@ def rss_mb() -> float:
     """This process's resident set size now, in MiB."""
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def total_memory_gb() -> float:
+    """This machine's RAM in GiB (``MemTotal``; a cgroup limit below it wins)."""
+    total = 0.0
+    with contextlib.suppress(OSError, ValueError), open("/proc/meminfo") as fh:
+        total = next(int(line.split()[1]) for line in fh if line.startswith("MemTotal:")) / 2**20
+    with contextlib.suppress(OSError, ValueError):
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            text = fh.read().strip()
+        if text != "max":
+            total = min(total or float("inf"), int(text) / 2**30)
+    return total or 8.0
+
+
+def process_rss_mb(pid: int) -> float:
+    """Another process's resident set size now, in MiB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def peak_rss_mb() -> float:

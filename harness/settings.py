@@ -39,6 +39,15 @@ class Settings:
     github_backoff_s: float = 1.0
     github_throttle: bool = True
     machine: str = ""  # this machine's name in the portal's columns (default: a hash of /etc/machine-id)
+    worker_memory_gb: float = 0.0  # a worker above this RSS is killed (CRASH, out of memory); 0: 90% of RAM / --jobs
+
+    def worker_memory_limit_gb(self, jobs: int) -> float:
+        """The memory one worker may use: the setting, or 90% of this machine's RAM shared by ``jobs`` workers."""
+        if self.worker_memory_gb:
+            return self.worker_memory_gb
+        from harness.env import total_memory_gb
+
+        return round(0.9 * total_memory_gb() / max(1, jobs), 1)
 
     @property
     def provider_timeout_s(self) -> float:
@@ -53,17 +62,21 @@ class Settings:
         return replace(self, **given)
 
 
-def _seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+def _seconds(environ: Mapping[str, str], name: str, default: float, unit: str = "seconds") -> float:
     text = environ.get(name)
     if not text:
         return default
     try:
         value = float(text)
     except ValueError:
-        raise UserError(f"{name}={text!r}: expected seconds") from None
-    if value < 0:
-        raise UserError(f"{name}={text!r}: expected seconds, not a negative number")
+        raise UserError(f"{name}={text!r}: expected {unit}") from None
+    if value < 0 or value != value:
+        raise UserError(f"{name}={text!r}: expected {unit}, not a negative number")
     return value
+
+
+def _gigabytes(environ: Mapping[str, str], name: str) -> float:
+    return _seconds(environ, name, 0.0, unit="gigabytes")
 
 
 def resolve(environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
@@ -84,6 +97,7 @@ def resolve(environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
         github_backoff_s=_seconds(env, "BTI_GITHUB_BACKOFF", 1.0),
         github_throttle=env.get("BTI_GITHUB_THROTTLE", "1") != "0",
         machine=env.get("BTI_MACHINE", "").strip()[:64],
+        worker_memory_gb=_gigabytes(env, "BTI_WORKER_MEMORY_GB"),
     )
     return base.with_flags(**flags)
 

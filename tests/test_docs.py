@@ -129,7 +129,7 @@ def test_every_repository_path_in_the_docs_exists() -> None:
 
 def test_settings_page_names_exactly_the_variables_settings_reads() -> None:
     code = (ROOT / "harness" / "settings.py").read_text(encoding="utf-8")
-    read = set(re.findall(r'(?:env\.get\(|_seconds\(env, )"([A-Z_]+)"', code))
+    read = set(re.findall(r'(?:env\.get\(|_seconds\(env, |_gigabytes\(env, )"([A-Z_]+)"', code))
     page = (DOCS / "settings.md").read_text(encoding="utf-8")
     table = "\n".join(line.split("|")[3] for line in page.split("## ", 1)[0].splitlines() if line.startswith("| `"))
     documented = set(re.findall(r"`([A-Z][A-Z_]+)`", table))

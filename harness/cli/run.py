@@ -30,6 +30,9 @@ from harness.errors import UserError
 @click.option("--jsonl", type=click.Path(path_type=Path), help="Results file (default: OUT_DIR/results.jsonl).")
 @click.option("-j", "--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="CPU count", help="Worker processes.")
 @click.option("--timeout", type=click.FloatRange(0.1), default=600.0, show_default=True, help="Seconds per item before TIMEOUT.")
+@click.option("--worker-memory", type=click.FloatRange(0.1), metavar="GB",
+              help="A worker above this RSS is killed (its item: CRASH, out of memory); a case declaring more is SKIP. "
+              "[default: 90% of RAM / --jobs; BTI_WORKER_MEMORY_GB]")
 @click.option("--resume", is_flag=True, help="Continue a killed run: keep recorded items, run the rest.")
 @click.option("--reuse/--no-reuse", default=None, help="Reuse cached results of unchanged items. Default: on, off when $CI is set.")
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Result cache (default: $BTI_CACHE_DIR or .bti-cache).")
@@ -73,7 +76,8 @@ def run(**kw: Any) -> None:
     out_dir: Path = kw["out_dir"]
     jsonl: Path = kw["jsonl"] or out_dir / "results.jsonl"
     settings = resolve(cache_dir=kw["cache_dir"], reuse=kw["reuse"], speedups=False if kw["no_speedups"] else None,
-                       force_speedups=kw["force_speedups"] or None, item_timeout_s=kw["timeout"])
+                       force_speedups=kw["force_speedups"] or None, item_timeout_s=kw["timeout"],
+                       worker_memory_gb=kw["worker_memory"])
     upstream: dict[str, Any] = {k: kw[f"upstream_{k}"] for k in ("repo", "sha", "pr") if kw[f"upstream_{k}"] is not None}
     if kw["upstream_package"]:
         from harness.env import installed

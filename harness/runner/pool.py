@@ -29,7 +29,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from harness.cases.case import Item
-from harness.env import peak_rss_mb, rss_mb
+from harness.env import peak_rss_mb, process_rss_mb, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
 from harness.status import Status
@@ -49,6 +49,7 @@ class PoolConfig:
     control: str | None = None  # the control recipe (triage)
     baseline: str | None = None  # the baseline recipe (--baseline)
     attempt: int = 1
+    memory_limit_mb: float = 0.0  # a worker above this RSS is killed: CRASH, out of memory (0: no limit)
 
 
 def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) -> None:
@@ -150,6 +151,20 @@ class Pool:
                 w.proc.kill()
                 w.proc.join()
                 self._fail(w, queue, Status.TIMEOUT, f"no result within --timeout {self.cfg.timeout:g}s")
+        if self.cfg.memory_limit_mb:
+            self._watch_memory(queue)
+
+    def _watch_memory(self, queue: deque[list[Item]]) -> None:
+        """Kill a worker whose RSS passed the limit, before the kernel's OOM killer picks a process of its own:
+        the item is a CRASH that says so, with both figures."""
+        limit = self.cfg.memory_limit_mb
+        for w in [w for w in self.workers if w.busy and w.proc.is_alive()]:
+            rss = process_rss_mb(w.proc.pid)
+            if rss > limit:
+                w.proc.kill()
+                w.proc.join()
+                self._fail(w, queue, Status.CRASH, f"out of memory: the worker's RSS reached {rss / 1024:.1f} GB, above the "
+                           f"worker memory limit of {limit / 1024:.1f} GB (--worker-memory, BTI_WORKER_MEMORY_GB)")
 
     def _drain(self, w: _Worker, queue: deque[list[Item]]) -> None:
         try:
@@ -174,7 +189,7 @@ class Pool:
             w.proc.join()
             code = w.proc.exitcode
             name = signal.Signals(-code).name if code is not None and code < 0 else f"exit code {code}"
-            hint = " (out of memory?)" if code == -signal.SIGKILL else ""
+            hint = " (out of memory? the kernel's OOM killer sends SIGKILL)" if code == -signal.SIGKILL else ""
             self._fail(w, queue, Status.CRASH, f"worker died with {name}{hint}")
 
     def _fail(self, w: _Worker, queue: deque[list[Item]], status: Status, detail: str) -> None:

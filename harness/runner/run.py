@@ -226,7 +226,8 @@ def _settle_all(opts: RunOptions, p: _Plan, header: Header,
                 if item.id in done:
                     continue
                 rec = _settle(item, p.recipes[item.recipe], unavailable, None if opts.bundle_dir else cache, header["run_id"],
-                              p.control, reuse_failures=not opts.rerun_failures, skips=opts.skips)
+                              p.control, reuse_failures=not opts.rerun_failures, skips=opts.skips,
+                              memory_gb=opts.settings.worker_memory_limit_gb(opts.jobs))
                 if rec is None:
                     pending.append(item)
                 else:
@@ -269,15 +270,16 @@ def _source_skip(item: Item, recipe: Recipe) -> str | None:
 
 def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,
             run_id: str, control: str | None, reuse_failures: bool = True,
-            skips: tuple[tuple[str, str], ...] = ()) -> Record | None:
+            skips: tuple[tuple[str, str], ...] = (), memory_gb: float = 0.0) -> Record | None:
     from harness.verdict import Outcome, decide
 
-    reason = unavailable[recipe.name] or _missing_source(item.case.spec.get("requires") or [])
+    spec = item.case.spec
+    reason = unavailable[recipe.name] or spec.get("unavailable") or _missing_source(spec.get("requires") or [])
     status = None
     if reason:
         status = Status.UNAVAILABLE
     else:
-        reason = recipe.skip_reason(item) or _skipped(item, skips) or _source_skip(item, recipe)
+        reason = recipe.skip_reason(item) or _skipped(item, skips) or _source_skip(item, recipe) or _memory_skip(item, memory_gb)
         status = Status.SKIP if reason else None
     if status is not None:
         return decide(item, recipe, Outcome(fixed=status, fixed_detail=reason or ""), run_id, control_recipe=control)
@@ -298,6 +300,16 @@ def _import_error(package: str) -> str | None:
         importlib.import_module(package)
     except Exception as exc:
         return f"model source {package!r} is unavailable: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    return None
+
+
+def _memory_skip(item: Item, limit: float) -> str | None:
+    """SKIP, before anything is built, a case that declares more memory (``memory_gb`` in its spec) than one worker
+    may use: it would only be killed half-way."""
+    need = item.case.spec.get("memory_gb")
+    if limit and isinstance(need, (int, float)) and need > limit:
+        return (f"needs about {need:g} GB per worker (declared: memory_gb), above the worker memory limit of {limit:g} GB "
+                "(--worker-memory, BTI_WORKER_MEMORY_GB; fewer --jobs give each worker more)")
     return None
 
 
@@ -372,7 +384,8 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
                      # absolute: a delegate that changes the worker's directory must not move the next item's files
                      log_dir=str((opts.out.parent / "logs").absolute()),
                      bundle_dir=str(opts.bundle_dir.absolute()) if opts.bundle_dir else None,
-                     control=control, attempt=attempt, baseline=baseline)
+                     control=control, attempt=attempt, baseline=baseline,
+                     memory_limit_mb=opts.settings.worker_memory_limit_gb(opts.jobs) * 1024)
     pool = Pool(cfg, recipes, record, contexts)
     try:
         pool.run(todo)

@@ -119,6 +119,13 @@ BUILTIN: tuple[BuiltinSource, ...] = (
                   {"hf-full": "harness.suites.hf_full:build_hf_full"}, per_item=120.0, requires=("transformers",), whole_models=True),
     BuiltinSource("tv-models", "torchvision and timm models (optional packages)", "harness.suites.tv_models:tv_cases",
                   {"tv": "harness.suites.tv_models:build_tv"}, per_item=10.0, whole_models=True),
+    BuiltinSource("zoo", "the model zoo: every row of dynamo's Hugging Face, timm and TorchBench lists, built offline "
+                  "(seeded weights; TorchBench rows outside pip-installable libraries are UNAVAILABLE with the reason)",
+                  "harness.suites.zoo:zoo_cases", {"zoo": "harness.suites.zoo:build"}, per_item=60.0, whole_models=True),
+    *(BuiltinSource(f"zoo-{name}", f"the zoo's {name} list", "harness.suites.zoo:list_cases", {}, per_item=60.0,
+                    whole_models=True, discover_args=(name,)) for name in ("huggingface", "timm", "torchbench")),
+    BuiltinSource("models-ci", "a sample of the zoo for CI: one model per list", "harness.suites.zoo:ci_cases", {},
+                  per_item=30.0, whole_models=True),
     BuiltinSource("executorch-upstream-ops", "the ExecuTorch backend test suite's operator programs",
                   "harness.suites.upstream:upstream_cases", {"upstream": "harness.suites.upstream:build_upstream"},
                   warm_discovery=True, prefetch_ref="harness.suites.upstream:start_discovery"),

@@ -1,0 +1,472 @@
+"""The model zoo: dynamo's three model lists, built offline, every model a case.
+
+PyTorch's accuracy and performance dashboards run three lists (``benchmarks/dynamo/``): Hugging Face
+(``huggingface_models_list.txt``), timm (``timm_models_list.txt``) and TorchBench (``pytorch/benchmark``'s
+``torchbenchmark/models``). The out-of-tree accelerator proposal names the same three. Every row of each
+list is a case here, under the list's own name (``zoo.<list>.<name>``):
+
+* **huggingface**: the model class built from its default config, as dynamo builds it, or from the
+  named checkpoint's published sizes where dynamo reads a config from the Hub (``EXTRA_MODELS`` and the
+  LLMs). dynamo's sequence lengths; dynamo's input rules (``decoder_input_ids`` for encoder-decoders,
+  ``pad_token_id = 0`` for GPT-2/Neo/J classifiers and RoBERTa, RoBERTa fed zeros). The LLMs run the
+  forward pass over dynamo's 1,000-token prompt (the prefill): generation's decode loop is not one
+  program.
+* **timm**: ``timm.create_model(name, pretrained=False)`` at the model's own input size (its
+  ``pretrained_cfg``), as dynamo's ``timm_models.py`` resolves it.
+* **torchbench**: the rows whose model lives in a pip-installable library (torchvision, timm,
+  transformers) are built the same way from it, with TorchBench's own arguments; every other row is
+  UNAVAILABLE with the reason, so the table's rows are TorchBench's names.
+
+Weights are seeded random; nothing is downloaded. The batch is 1: the lists' batch sizes (``batch`` in
+the spec) are sized for a 40 GB A100, these run on CPUs and vendors' devices alike.
+
+Each model states its task and how it is judged beyond the element-wise rule (dynamo's rule on eager and
+compiled recipes): ``lm`` token agreement, ``classifier`` top-1 agreement, ``features`` and
+``detection`` element-wise only.
+
+Sizes: ``zoo_sizes.json`` holds each model's parameter count and input size, measured by building it on
+the meta device (``python -m harness.suites.zoo --sizes``, which rewrites the file). From it each case
+declares the memory a worker needs (``memory_gb``): a model that cannot fit under the worker memory
+limit is SKIP with both figures, never killed half-way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.cases.case import Case
+
+HERE = Path(__file__).parent
+SIZES = HERE / "zoo_sizes.json"
+LISTS = ("huggingface", "timm", "torchbench")
+# a worker holds the fp32 weights several times over: the model, its float64 reference copy (twice the
+# bytes), the exported program, the lowered blob and the loaded program; measured in docs/measurements.md#zoo
+MEMORY_FACTOR = 6.0
+MEMORY_BASE_GB = 1.5
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str  # the list's own name
+    list: str  # huggingface | timm | torchbench
+    builder: str  # hf | timm | tv | tv-detection | "" (unavailable)
+    target: str = ""  # transformers class | timm model name | torchvision constructor
+    config: dict[str, Any] = field(default_factory=dict)  # config overrides (hf) or keyword arguments (timm, tv)
+    seq: int = 0  # the sequence length (hf)
+    batch: int = 1  # the list's own batch size (recorded; bti runs batch 1)
+    task: str = ""  # lm | classifier | features | detection
+    inputs: str = "ids"  # ids | zeros | audio | clip | image | images
+    unavailable: str = ""  # why bti cannot build it here
+
+    @property
+    def id(self) -> str:
+        return f"zoo.{self.list}.{self.name.replace('/', '_')}"
+
+
+def _dynamo_seq(name: str) -> int:
+    """dynamo's ``get_sequence_length`` (``benchmarks/dynamo/huggingface.py``)."""
+    if name.startswith("Blenderbot"):
+        return 128
+    if name.startswith(("GPT2", "Bart", "T5", "PLBart", "MBart")) or name in ("AllenaiLongformerBase", "BigBird"):
+        return 1024
+    if name.startswith("OPT"):
+        return 2048
+    if name.startswith(("Albert", "Deberta", "Layout", "Electra", "XLNet", "MegatronBert", "Bert", "Roberta")) \
+            or name in ("DistillGPT2", "GoogleFnet", "YituTechConvBert"):
+        return 512
+    if name == "TrOCRForCausalLM":
+        return 256
+    if name.startswith("MobileBert"):
+        return 128
+    return 128
+
+
+def _hf_task(cls: str) -> str:
+    return "classifier" if cls.endswith(("QuestionAnswering", "SequenceClassification")) else "lm"
+
+
+T5_SMALL = {"d_model": 512, "d_ff": 2048, "num_layers": 6, "num_decoder_layers": 6, "num_heads": 8, "d_kv": 64, "vocab_size": 32128}
+# the published sizes of the checkpoints whose configs dynamo reads from the Hub (nothing is downloaded here)
+HUB_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "AllenaiLongformerBase": ("LongformerForMaskedLM", {"vocab_size": 50265, "max_position_embeddings": 4098, "type_vocab_size": 1,
+                                                        "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+                                                        "attention_window": 512}),
+    "T5Small": ("T5ForConditionalGeneration", T5_SMALL),
+    "DistillGPT2": ("GPT2LMHeadModel", {"n_layer": 6}),
+    "GoogleFnet": ("FNetForMaskedLM", {}),
+    "YituTechConvBert": ("ConvBertForMaskedLM", {}),
+    "CamemBert": ("CamembertForMaskedLM", {"vocab_size": 32005, "pad_token_id": 1, "max_position_embeddings": 514,
+                                           "type_vocab_size": 1}),
+    "meta-llama/Llama-3.2-1B": ("LlamaForCausalLM", {
+        "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 131072,
+        "rope_theta": 500000.0, "tie_word_embeddings": True, "rms_norm_eps": 1e-5}),
+    "google/gemma-2-2b": ("Gemma2ForCausalLM", {
+        "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000, "sliding_window": 4096,
+        "query_pre_attn_scalar": 256, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0}),
+    "google/gemma-3-4b-it": ("Gemma3ForCausalLM", {
+        "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208, "sliding_window": 1024,
+        "query_pre_attn_scalar": 256}),
+    "openai/whisper-tiny": ("WhisperForConditionalGeneration", {
+        "d_model": 384, "encoder_layers": 4, "decoder_layers": 4, "encoder_attention_heads": 6,
+        "decoder_attention_heads": 6, "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536, "vocab_size": 51865,
+        "num_mel_bins": 80}),
+    "Qwen/Qwen3-0.6B": ("Qwen3ForCausalLM", {
+        "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+        "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": True,
+        "rope_theta": 1000000.0, "max_position_embeddings": 40960}),
+    "mistralai/Mistral-7B-Instruct-v0.3": ("MistralForCausalLM", {
+        "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "vocab_size": 32768, "rope_theta": 1000000.0, "sliding_window": None}),
+    "openai/gpt-oss-20b": ("GptOssForCausalLM", {
+        "num_hidden_layers": 24, "num_local_experts": 32, "num_experts_per_tok": 4, "hidden_size": 2880,
+        "intermediate_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+        "vocab_size": 201088, "sliding_window": 128}),
+}
+LLM_PROMPT = 1000  # dynamo's TextGenerationBenchmark.INPUT_LENGTH
+# dynamo's huggingface_models_list.txt, in its order: name, batch size
+HF_LIST = (
+    ("AlbertForMaskedLM", 8), ("AlbertForQuestionAnswering", 8), ("AllenaiLongformerBase", 8), ("BartForCausalLM", 8),
+    ("BartForConditionalGeneration", 4), ("BertForMaskedLM", 32), ("BertForQuestionAnswering", 32),
+    ("BlenderbotForCausalLM", 32), ("BlenderbotForConditionalGeneration", 16), ("BlenderbotSmallForCausalLM", 256),
+    ("BlenderbotSmallForConditionalGeneration", 128), ("CamemBert", 32), ("DebertaV2ForMaskedLM", 8),
+    ("DebertaV2ForQuestionAnswering", 8), ("DistilBertForMaskedLM", 256), ("DistilBertForQuestionAnswering", 512),
+    ("DistillGPT2", 32), ("ElectraForCausalLM", 64), ("ElectraForQuestionAnswering", 128), ("GPT2ForSequenceClassification", 8),
+    ("GPTJForCausalLM", 1), ("GPTJForQuestionAnswering", 1), ("GPTNeoForCausalLM", 32), ("GPTNeoForSequenceClassification", 32),
+    ("GoogleFnet", 32), ("LayoutLMForMaskedLM", 32), ("LayoutLMForSequenceClassification", 32),
+    ("M2M100ForConditionalGeneration", 64), ("MBartForCausalLM", 8), ("MBartForConditionalGeneration", 4),
+    ("MT5ForConditionalGeneration", 32), ("MegatronBertForCausalLM", 16), ("MegatronBertForQuestionAnswering", 16),
+    ("MobileBertForMaskedLM", 256), ("MobileBertForQuestionAnswering", 256), ("OPTForCausalLM", 4), ("PLBartForCausalLM", 16),
+    ("PLBartForConditionalGeneration", 8), ("PegasusForCausalLM", 128), ("PegasusForConditionalGeneration", 64),
+    ("RobertaForCausalLM", 32), ("RobertaForQuestionAnswering", 32), ("T5ForConditionalGeneration", 8), ("T5Small", 8),
+    ("TrOCRForCausalLM", 64), ("XGLMForCausalLM", 32), ("XLNetLMHeadModel", 16), ("YituTechConvBert", 32),
+    ("meta-llama/Llama-3.2-1B", 8), ("google/gemma-2-2b", 8), ("google/gemma-3-4b-it", 8), ("openai/whisper-tiny", 8),
+    ("Qwen/Qwen3-0.6B", 8), ("mistralai/Mistral-7B-Instruct-v0.3", 8), ("openai/gpt-oss-20b", 8),
+)
+# dynamo's timm_models_list.txt: name (with its pretrained tag), batch size
+TIMM_LIST = (
+    ("adv_inception_v3", 128), ("beit_base_patch16_224", 128), ("convnextv2_nano.fcmae_ft_in22k_in1k", 128),
+    ("deit_base_distilled_patch16_224", 128), ("deit_tiny_patch16_224.fb_in1k", 128), ("dm_nfnet_f0", 128), ("ghostnet_100", 512),
+    ("inception_v3", 128), ("mobilenetv2_100", 128), ("mobilenetv3_large_100", 512), ("mobilevit_s", 128), ("nfnet_l0", 128),
+    ("repvgg_a2", 128), ("swin_base_patch4_window7_224", 128), ("tf_efficientnet_b0", 128), ("visformer_small", 128),
+    ("vit_base_patch14_dinov2.lvd142m", 128), ("vit_base_patch16_siglip_256", 128),
+)
+
+
+def _hf_row(name: str, batch: int) -> ZooModel:
+    cls, config = HUB_CONFIGS.get(name, (name, {}))
+    if cls.startswith(("GPT2ForSequence", "GPTNeoForSequence", "GPTJForSequence", "Roberta")):
+        config = {**config, "pad_token_id": 0}  # dynamo: "some models need a pad token defined to handle BS > 1"
+    llm = "/" in name and not name.startswith("openai/whisper")
+    inputs = "audio" if name.startswith("openai/whisper") else "zeros" if name.startswith("Roberta") else "ids"
+    seq = LLM_PROMPT if llm else 128 if inputs == "audio" else _dynamo_seq(name)
+    return ZooModel(name, "huggingface", "hf", cls, config, seq, batch, _hf_task(cls), inputs)
+
+
+TV = "torchvision.models."
+OWN = "TorchBench's own model code, not a pip-installable library"
+
+
+def _tb(name: str, batch: int, builder: str = "", target: str = "", config: dict[str, Any] | None = None, task: str = "",
+        inputs: str = "image", seq: int = 0, why: str = OWN) -> ZooModel:
+    return ZooModel(name, "torchbench", builder, target, config or {}, seq, batch, task, inputs, "" if builder else why)
+
+
+def _tb_hf(name: str, batch: int, cls: str, config: dict[str, Any], seq: int, inputs: str = "ids") -> ZooModel:
+    return _tb(name, batch, "hf", cls, config, "features" if cls.startswith(("CLIP", "Whisper")) else _hf_task(cls), inputs, seq)
+
+
+def _tv(name: str, batch: int) -> ZooModel:
+    return _tb(name, batch, "tv", TV + name, {"weights": None}, "classifier")
+
+
+def _timm_tb(name: str, batch: int, model: str) -> ZooModel:
+    return _tb(name, batch, "timm", model, {}, "classifier")
+
+
+DETECTRON = "detectron2 (not on PyPI: built from its git repository)"
+T5_BASE = {"d_model": 768, "d_ff": 3072, "num_layers": 12, "num_decoder_layers": 12, "num_heads": 12, "d_kv": 64, "vocab_size": 32128}
+T5_LARGE = {"d_model": 1024, "d_ff": 4096, "num_layers": 24, "num_decoder_layers": 24, "num_heads": 16, "d_kv": 64, "vocab_size": 32128}
+# pytorch/benchmark's torchbenchmark/models, every directory, with its DEFAULT_EVAL_BSIZE
+TORCHBENCH_LIST: tuple[ZooModel, ...] = (
+    _tb("BERT_pytorch", 16), _tb("Background_Matting", 1), _tb("LearningToPaint", 96), _tb("Super_SloMo", 6),
+    _tv("alexnet", 128),
+    *(_tb(f"basic_gnn_{k}", 1, why="needs torch_geometric (not declared by bti)") for k in ("edgecnn", "gcn", "gin", "sage")),
+    _tb("cm3leon_generate", 1, why="a generation loop over TorchBench's own model code"),
+    _tb("dcgan", 256), _tb("demucs", 8), _tv("densenet121", 64),
+    *(_tb(f"detectron2_{k}", 1, why=DETECTRON) for k in (
+        "fasterrcnn_r_101_c4", "fasterrcnn_r_101_dc5", "fasterrcnn_r_101_fpn", "fasterrcnn_r_50_c4", "fasterrcnn_r_50_dc5",
+        "fasterrcnn_r_50_fpn", "fcos_r_50_fpn", "maskrcnn", "maskrcnn_r_101_c4", "maskrcnn_r_101_fpn", "maskrcnn_r_50_c4",
+        "maskrcnn_r_50_fpn")),
+    _tb("dlrm", 2048),
+    _tb("doctr_det_predictor", 1, why="needs python-doctr and its pretrained predictor (not declared by bti)"),
+    _tb("doctr_reco_predictor", 1, why="needs python-doctr and its pretrained predictor (not declared by bti)"),
+    _tb("drq", 1), _tb("fastNLP_Bert", 1), _tb("functorch_dp_cifar10", 64), _tb("functorch_maml_omniglot", 1),
+    _tb_hf("hf_Albert", 1, "AlbertForMaskedLM", {"embedding_size": 128, "hidden_size": 768, "num_attention_heads": 12,
+                                                 "intermediate_size": 3072}, 512),
+    _tb_hf("hf_Bart", 1, "BartForConditionalGeneration", {"d_model": 768, "encoder_layers": 6, "decoder_layers": 6,
+                                                           "encoder_attention_heads": 12, "decoder_attention_heads": 12,
+                                                           "encoder_ffn_dim": 3072, "decoder_ffn_dim": 3072}, 512),
+    _tb_hf("hf_Bert", 1, "BertForMaskedLM", {}, 512),
+    _tb_hf("hf_Bert_large", 1, "BertForMaskedLM", {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                                                   "intermediate_size": 4096}, 512),
+    _tb_hf("hf_BigBird", 1, "BigBirdForMaskedLM", {"attention_type": "block_sparse"}, 4096 // 5),
+    _tb_hf("hf_DistilBert", 1, "DistilBertForMaskedLM", {}, 512),
+    _tb_hf("hf_GPT2", 1, "GPT2LMHeadModel", {}, 1024 // 4),
+    _tb_hf("hf_GPT2_large", 1, "GPT2LMHeadModel", {"n_embd": 1280, "n_layer": 36, "n_head": 20}, 1024),
+    _tb_hf("hf_Longformer", 1, "LongformerForMaskedLM", HUB_CONFIGS["AllenaiLongformerBase"][1], 4096 // 8),
+    _tb_hf("hf_Reformer", 1, "ReformerForMaskedLM", {"num_buckets": 128, "is_decoder": False}, 4096 // 2),
+    _tb_hf("hf_Roberta_base", 1, "XLMRobertaForMaskedLM", {"vocab_size": 250002, "max_position_embeddings": 514,
+                                                           "type_vocab_size": 1, "pad_token_id": 1}, 512),
+    _tb_hf("hf_T5", 1, "T5ForConditionalGeneration", T5_SMALL, 2048 // 4),
+    _tb_hf("hf_T5_base", 1, "T5ForConditionalGeneration", T5_BASE, 2048),
+    _tb("hf_T5_generate", 1, why="runs generate(), a decoding loop, not one program (hf_T5 is its forward pass)"),
+    _tb_hf("hf_T5_large", 1, "T5ForConditionalGeneration", T5_LARGE, 512),
+    _tb_hf("hf_Whisper", 8, "WhisperForAudioClassification", {}, 0, inputs="audio"),
+    _tb_hf("hf_clip", 32, "CLIPModel", {}, 77, inputs="clip"),
+    _tb_hf("hf_distil_whisper", 1, "WhisperForAudioClassification", {
+        "d_model": 1024, "encoder_layers": 24, "decoder_layers": 2, "encoder_attention_heads": 16, "decoder_attention_heads": 16,
+        "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "vocab_size": 51864}, 0, inputs="audio"),
+    _tb("lennard_jones", 1000), _tb("llama", 32),
+    _tb_hf("llama_v2_7b_16h", 1, "LlamaForCausalLM", {"num_hidden_layers": 16}, 512),
+    _tb("llava", 1, why="a 13B multimodal checkpoint whose config TorchBench reads from the Hub (liuhaotian/llava-v1.5-13b)"),
+    _tb("maml", 1), _tb("maml_omniglot", 5),
+    _tb("microbench_unbacked_tolist_sum", 1), _tv("mnasnet1_0", 32), _tv("mobilenet_v2", 16),
+    _tb("mobilenet_v2_quantized_qat", 96, why="TorchBench's FX quantization-aware training of torchvision's model "
+        "(bti's quantized recipes quantize mobilenet_v2 themselves)"),
+    _tv("mobilenet_v3_large", 32), _tb("moco", 32), _tb("modded_nanogpt", 1),
+    _tb_hf("moondream", 1, "PhiForCausalLM", {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+                                              "num_attention_heads": 32, "vocab_size": 51200, "partial_rotary_factor": 0.5}, 512),
+    _tb("nanogpt", 1), _tb("nvidia_deeprecommender", 256), _tb("opacus_cifar10", 64), _tb("phlippe_densenet", 128),
+    _tb("phlippe_resnet", 128), _tb("pyhpc_equation_of_state", 1048576), _tb("pyhpc_isoneutral_mixing", 1048576),
+    _tb("pyhpc_turbulent_kinetic_energy", 1048576), _tb("pytorch_CycleGAN_and_pix2pix", 1), _tb("pytorch_stargan", 16),
+    _tb("pytorch_unet", 1), _tv("resnet152", 32), _tv("resnet18", 8), _tv("resnet50", 32),
+    _tb("resnet50_quantized_qat", 32, why="TorchBench's FX quantization-aware training of torchvision's model "
+        "(bti's quantized recipes quantize resnet50 themselves)"),
+    _tv("resnext50_32x4d", 8),
+    _tb("sam", 32, why="segment-anything's model with TorchBench's checkpoint download (not declared by bti)"),
+    _tb("sam_fast", 32, why="segment-anything-fast (not declared by bti)"),
+    _tv("shufflenet_v2_x1_0", 64), _tb("simple_gpt", 1), _tb("simple_gpt_tp_manual", 1, why="tensor parallel over several GPUs"),
+    _tb("soft_actor_critic", 256), _tb("speech_transformer", 1), _tv("squeezenet1_1", 16),
+    _tb_hf("stable_diffusion_text_encoder", 1, "CLIPTextModel", {
+        "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 23, "num_attention_heads": 16,
+        "projection_dim": 512, "hidden_act": "gelu"}, 77),
+    _tb("stable_diffusion_unet", 1, why="needs diffusers (not declared by bti)"),
+    _tb("tacotron2", 64),
+    _tb("timm_efficientdet", 128, why="needs effdet (not declared by bti)"),
+    _timm_tb("timm_efficientnet", 64, "efficientnet_b0"), _timm_tb("timm_nfnet", 128, "dm_nfnet_f0"),
+    _timm_tb("timm_regnet", 32, "regnety_120"), _timm_tb("timm_resnest", 32, "resnest14d"),
+    _timm_tb("timm_vision_transformer", 32, "vit_small_patch16_224"),
+    _timm_tb("timm_vision_transformer_large", 32, "vit_giant_patch14_224"), _timm_tb("timm_vovnet", 32, "vovnet39a"),
+    _tb("torch_multimodal_clip", 32, why="needs torchmultimodal (not on PyPI for this torch)"),
+    _tb("tts_angular", 64), _tv("vgg16", 4),
+    _tb("vision_maskrcnn", 1, "tv-detection", TV + "detection.maskrcnn_resnet50_fpn", {"weights": None, "weights_backbone": None},
+        "detection", "images"),
+    _tb("yolov3", 8),
+)
+MODELS: tuple[ZooModel, ...] = (
+    *(_hf_row(n, b) for n, b in HF_LIST),
+    *(ZooModel(n, "timm", "timm", n, {}, 0, b, "classifier", "image") for n, b in TIMM_LIST),
+    *TORCHBENCH_LIST,
+)
+CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
+REQUIRES = {"hf": ["transformers"], "timm": ["timm"], "tv": ["torchvision"], "tv-detection": ["torchvision"]}
+
+
+def sizes() -> dict[str, dict[str, Any]]:
+    try:
+        return dict(json.loads(SIZES.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def memory_gb(params: float) -> float:
+    """The memory a worker is declared to need for a model of ``params`` parameters (fp32)."""
+    return round(MEMORY_BASE_GB + params * 4 / 2**30 * MEMORY_FACTOR, 1)
+
+
+def _cost(m: ZooModel, size: dict[str, Any]) -> float:
+    """Seconds per item on a 2-core CPU, roughly (build, export, references, lower or compile, run); a
+    previous run's measured durations replace it when shards are balanced."""
+    params_m = float(size.get("params", 0)) / 1e6
+    side = (size.get("input") or [3, 224, 224])[-1]
+    work = params_m * (m.seq / 512 if m.seq else (side / 224) ** 2)
+    return round(10 + 0.4 * work, 1)
+
+
+def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[str, ...] = ()) -> list[Case]:
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    known = sizes()
+    cases = []
+    for m in MODELS:
+        if m.list not in lists or (only and m.id not in only):
+            continue
+        size = known.get(m.id, {})
+        spec: dict[str, Any] = {"model": m.name, "list": m.list, "batch": 1, "list_batch": m.batch, "task": m.task, "code": code,
+                                "check": _check(m), "cost": _cost(m, size)}
+        if m.unavailable:
+            spec["unavailable"] = f"{m.name}: {m.unavailable}"
+        else:
+            spec["requires"] = REQUIRES[m.builder]
+        if size.get("params"):
+            spec["params"] = int(size["params"])
+            spec["memory_gb"] = memory_gb(float(size["params"]))
+        cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else [])),
+                          spec=spec, dtypes=("float32",), shapes=("static",), source=m.target or f"torchbench:{m.name}"))
+    return cases
+
+
+def _check(m: ZooModel) -> str:
+    extra = {"lm": "token agreement", "classifier": "top-1 agreement"}.get(m.task, "")
+    return "; ".join(filter(None, ["element-wise (dynamo's rule on eager and compiled recipes)", extra]))
+
+
+def ci_cases() -> list[Case]:
+    return zoo_cases("models-ci", only=CI_SAMPLE)
+
+
+def list_cases(name: str) -> list[Case]:
+    return zoo_cases(f"zoo-{name}", lists=(name,))
+
+
+# ---------------------------------------------------------------- worker side
+
+
+def _model(m: ZooModel) -> Any:
+    if m.builder == "hf":
+        transformers = importlib.import_module("transformers")
+        cls = getattr(transformers, m.target)
+        config = cls.config_class(**m.config)
+        for key, value in (("use_cache", False), ("_attn_implementation", "eager")):
+            if hasattr(config, key):
+                setattr(config, key, value)
+        return cls(config)
+    if m.builder == "timm":
+        return importlib.import_module("timm").create_model(m.target, pretrained=False, **m.config)
+    module, _, attr = m.target.rpartition(".")
+    return getattr(importlib.import_module(module), attr)(**m.config)
+
+
+def _input_size(m: ZooModel, model: Any) -> list[int]:
+    if m.builder == "timm":
+        return [int(x) for x in model.pretrained_cfg.get("input_size", (3, 224, 224))]
+    if m.builder in ("tv", "tv-detection"):
+        return [3, 224, 224]
+    if m.inputs == "audio":
+        return [int(model.config.num_mel_bins), 2 * int(model.config.max_source_positions)]
+    return [m.seq]
+
+
+def measure_sizes(models: tuple[ZooModel, ...] = MODELS) -> dict[str, dict[str, Any]]:
+    """Each buildable model's parameter count and input size, built on the meta device (no memory, no weights)."""
+    import torch
+
+    out: dict[str, dict[str, Any]] = {}
+    for m in models:
+        if m.unavailable:
+            continue
+        with torch.device("meta"):
+            model = _model(m)
+        out[m.id] = {"params": sum(p.numel() for p in model.parameters()), "input": _input_size(m, model)}
+        del model
+    return out
+
+
+def build(case: Case, axes: Any, seed: int) -> Any:
+    import torch
+
+    from harness.builders.build import Built
+
+    m = next(x for x in MODELS if x.id == case.id)
+    torch.manual_seed(seed)
+    model = _model(m).eval()
+    g = torch.Generator().manual_seed(seed)
+    inputs = _inputs(m, model, g)
+    wrapped = _wrap(model, m) if m.builder == "hf" else model
+    return Built(wrapped.eval(), inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
+
+
+def _inputs(m: ZooModel, model: Any, g: Any) -> tuple[Any, ...]:
+    import torch
+
+    if m.builder in ("timm", "tv"):
+        return (torch.randn(1, *_input_size(m, model), generator=g),)
+    if m.builder == "tv-detection":
+        return ([torch.rand(3, 224, 224, generator=g)],)
+    config = model.config
+    if m.inputs == "audio":
+        return (torch.randn(1, *_input_size(m, model), generator=g),)
+    text = getattr(config, "text_config", None) or config
+    vocab = int(getattr(text, "vocab_size", 30000))
+    high = 1 if m.inputs == "zeros" else vocab  # dynamo feeds RoBERTa randint(0, 1)
+    ids = torch.randint(0, high, (1, m.seq), generator=g)
+    if m.inputs == "clip":
+        side = int(config.vision_config.image_size)
+        return (ids, torch.randn(1, 3, side, side, generator=g))
+    if m.name.startswith(("Bart", "MBart", "PLBart")) and getattr(config, "eos_token_id", None) is not None:
+        ids[:, -1] = int(config.eos_token_id)  # dynamo: "Bart" inputs end with eos
+    return (ids,)
+
+
+def _wrapped_class() -> Any:
+    import torch
+
+    class Wrapped(torch.nn.Module):
+        """A Hugging Face model called as dynamo calls it, returning the tensor it is judged by."""
+
+        def __init__(self, inner: Any, m: ZooModel) -> None:
+            super().__init__()
+            self.inner = inner
+            self.seq2seq = bool(getattr(inner.config, "is_encoder_decoder", False))
+            self.m = m
+
+        def forward(self, *args: Any) -> Any:
+            m = self.m
+            if m.inputs == "audio":
+                kwargs: dict[str, Any] = {"input_features": args[0]}
+                if self.seq2seq and not m.target.endswith("AudioClassification"):
+                    kwargs["decoder_input_ids"] = torch.zeros(1, m.seq, dtype=torch.long, device=args[0].device)
+            elif m.inputs == "clip":
+                kwargs = {"input_ids": args[0], "pixel_values": args[1]}
+            else:
+                kwargs = {"input_ids": args[0]}
+                if self.seq2seq:
+                    kwargs["decoder_input_ids"] = args[0]
+            out = self.inner(**kwargs, return_dict=True)
+            for key in ("logits", "start_logits", "logits_per_image", "last_hidden_state"):
+                value = getattr(out, key, None)
+                if value is not None:
+                    return value
+            return out[0]
+
+    return Wrapped
+
+
+def _wrap(inner: Any, m: ZooModel) -> Any:  # the class is made on first use: torch is imported lazily
+    return _wrapped_class()(inner, m)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m harness.suites.zoo --sizes``: measure every buildable model on the meta device, rewrite
+    ``zoo_sizes.json`` and print the zoo's size."""
+    if argv[:1] != ["--sizes"]:
+        print("usage: python -m harness.suites.zoo --sizes", file=sys.stderr)
+        return 2
+    measured = measure_sizes()
+    lines = [f"  {json.dumps(k)}: {json.dumps(measured[k])}" for k in sorted(measured)]
+    SIZES.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    total = sum(v["params"] for v in measured.values())
+    print(f"{len(MODELS)} rows, {len(measured)} buildable models, {total / 1e9:.2f} B parameters -> {SIZES}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
