@@ -173,3 +173,32 @@ def test_optional_model_sources_run_where_they_import_and_are_unavailable_with_t
     assert resnet["status"] == "PASS" and resnet["partition"]["delegated_pct"] > 50, resnet.get("detail")
     shuffle = by_id["model.tv_shufflenet_v2.random[float32,dynamic]@xnnpack"]
     assert shuffle["status"] == "XFAIL" and shuffle["xfail"]["status"] == "FAIL_RUN" and "0x10" in shuffle["detail"]
+
+
+def test_the_models_ci_sample_runs_one_model_per_list_end_to_end(bti, tmp_path: Path) -> None:
+    """One model of each of dynamo's lists, exported, lowered to XNNPACK and run, and on eager CPU (dynamo's rule);
+    judged by its task's agreement; the model table written from the results. On the 1.4 pair (no vision extra)
+    the timm and torchvision rows are UNAVAILABLE naming the import."""
+    import importlib.util
+
+    res = bti("run", "-s", "models-ci", "-r", "torch-cpu", "-r", "xnnpack", "-j", "2", "-o", str(tmp_path), "--no-reuse",
+              "--no-report")
+    assert res.code == 0, res.err
+    _, records = load(tmp_path / "results.jsonl")
+    by = {(r["case"], r["recipe"]): r for r in records}
+    assert len(by) == 6
+    vision = importlib.util.find_spec("timm") is not None and importlib.util.find_spec("torchvision") is not None
+    for (case, recipe), rec in by.items():
+        if "huggingface" not in case and not vision:
+            assert rec["status"] == "UNAVAILABLE" and "is unavailable" in rec["detail"], rec
+            continue
+        assert rec["status"] == "PASS", (case, recipe, rec.get("detail"))
+        assert rec["accuracy"]["top1_agreement"] == 1.0 and rec["peak_rss_mb"] > 0
+        if recipe == "xnnpack":
+            assert rec["partition"]["delegated_pct"] > 50
+        else:
+            assert rec["accuracy"]["rule"] in ("allclose", "rmse")  # dynamo's accuracy rule
+    rep = bti("report", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / "rep"), "--models", "--format", "md")
+    assert rep.code == 0, rep.err
+    md = (tmp_path / "rep" / "models.md").read_text()
+    assert "| `zoo.huggingface.ElectraForQuestionAnswering` | ✅ (top-1 100%) | ✅ (top-1 100%, " in md

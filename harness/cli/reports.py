@@ -26,9 +26,11 @@ from harness.errors import UserError
               help="Fill the accelerator × model and op × backend tables between the bti:models / bti:ops markers of this file.")
 @click.option("--support", is_flag=True, help="Also write support.md/support.csv: operator × recipe, the dtypes that pass, "
               "fail (first failing sample), are expected to fail or are skipped.")
+@click.option("--models", is_flag=True, help="Also write models.md/models.csv: model × recipe, ✅/❌/xfail with agreement with "
+              "the CPU reference and latency relative to torch-cpu, and each recipe's setup notes.")
 @click.option("--quiet", is_flag=True)
 def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
-           readme: Path | None, support: bool, quiet: bool) -> None:
+           readme: Path | None, support: bool, models: bool, quiet: bool) -> None:
     """Write JUnit XML, Markdown, CSV, badges and an HTML dashboard from a results JSONL. Never imports torch."""
     from harness.report import FORMATS, write_reports
 
@@ -44,10 +46,11 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     except ReportError as exc:  # the others were written: the job summary and outputs still follow
         failed, paths = exc, exc.paths
     latest: list[Any] = []
-    if coverage or github_output or readme or support:
+    header: Any = {}
+    if coverage or github_output or readme or support or models:
         from harness.results import read_latest
 
-        _, latest = read_latest(jsonl)  # read once for both
+        header, latest = read_latest(jsonl)  # read once for all
     if coverage:
         from harness.report import coverage as cov
 
@@ -58,6 +61,14 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
 
         for name, render in (("support.md", sup.render_md), ("support.csv", sup.render_csv)):
             atomic_write_text(out_dir / name, render(latest))
+            paths[name.replace(".", "-")] = out_dir / name
+    if models:
+        from harness.report import models as mod
+        from harness.results import atomic_write_text
+
+        info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}
+        for name, text in (("models.md", mod.render_md(latest, info)), ("models.csv", mod.render_csv(latest))):
+            atomic_write_text(out_dir / name, text)
             paths[name.replace(".", "-")] = out_dir / name
     if readme:
         from harness.report.tables import update_readme

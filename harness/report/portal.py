@@ -249,8 +249,27 @@ def _write_site(out_dir: Path, m: _Matrix, common: dict[str, Any], pending: Call
     atomic_write_text(out_dir / "index.html", render(
         "portal/index.html.j2", js="portal.js", **common, columns=clean(m.col_meta), data=clean(data), svg=svg, overdue=overdue,
         ops=ops, models=models, fix_hours=int(hist.FIX_WITHIN.total_seconds() // 3600), nitems=m.nitems))
+    _write_models(out_dir, m, common)
     atomic_write_text(out_dir / "history.html", render(
         "portal/history.html.j2", **common, histories=[_history_view(c, h, m.links) for c, h in m.histories.items()], svg=svg))
+
+
+def _write_models(out_dir: Path, m: _Matrix, common: dict[str, Any]) -> None:
+    """``models.html``: model × column (oota's table), each cell a link to the item's page, with agreement with the CPU
+    reference, latency relative to torch-cpu on the same machine, and each column's setup notes."""
+    from harness.report import models as mod
+
+    links: dict[tuple[str, str], str] = {}
+    cols = []
+    for col, newest in m.newest.items():
+        recs = []
+        for row, (_, rec) in newest.items():
+            links[(col.key, str(rec.get("id")))] = m.links[(col, row)]
+            recs.append(rec)
+        cols.append((col.key, col.machine, recs))
+    rows, cells = mod.cells(cols, lambda label, rec: links.get((label, str(rec.get("id"))), ""))
+    meta = [c for c in m.col_meta if any(c["key"] in cells[r] for r in rows)]
+    atomic_write_text(out_dir / "models.html", render("portal/models.html.j2", **common, rows=rows, cells=cells, columns=meta))
 
 
 def _plots(args: tuple[Any, ...]) -> dict[str, str | None]:

@@ -1,0 +1,160 @@
+"""The model table: oota's ✓/✗ per accelerator, with the numbers oota lacks.
+
+One row per model (the zoo's rows keep their list's names: TorchBench's, dynamo's), one column per recipe (in
+``bti report --models``) or per portal column (a recipe on a machine with one stack: ``models.html``). A cell
+holds the outcome (✅ passed, 🟡 passed undelegated, ❌ failed, xfail, ⏭️ skipped, ⛔ unavailable), and where the
+model ran:
+
+* its **agreement with the CPU reference**: token or top-1 agreement where the task has one, else the worst
+  element-wise absolute error;
+* its **latency ratio** to ``torch-cpu`` on the same machine and the same row (below 1: faster than eager CPU).
+
+Under the table: each column's setup notes (the recipe's description and setup link, or why it is unavailable).
+``models.csv`` holds the same cells, one line per model and column. Results text goes through
+``harness.report.safe`` (Markdown) or Jinja's autoescape (the portal).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.report import safe
+from harness.results import Record, as_float, status_of
+from harness.status import Status
+
+BASE_RECIPE = "torch-cpu"
+
+
+@dataclass(frozen=True)
+class Cell:
+    status: str
+    mark: str
+    agreement: str  # "tokens 100%", "top-1 98%", "max|Δ| 3e-06" or ""
+    ratio: float | None  # latency / torch-cpu's on the same machine
+    detail: str
+    link: str = ""
+
+    @property
+    def text(self) -> str:
+        figures = [f for f in (self.agreement, f"{self.ratio:.2g}× cpu" if self.ratio is not None else "") if f]
+        return self.mark + (f" ({', '.join(figures)})" if figures else "")
+
+
+def _mark(st: Status) -> str:
+    if st is Status.XFAIL:
+        return "xfail"
+    if st is Status.UNAVAILABLE:
+        return "⛔"
+    if st.is_failure:
+        return "❌"
+    if st is Status.PASS:
+        return "✅"
+    if st.is_pass:
+        return "🟡"
+    return "⏭️"
+
+
+def _latency(rec: Record) -> float | None:
+    lat = rec.get("latency_ms")
+    value = as_float(lat.get("median")) if isinstance(lat, dict) else None
+    return value if value is not None and value > 0 and math.isfinite(value) else None
+
+
+def _agreement(rec: Record) -> str:
+    acc = rec.get("accuracy") if isinstance(rec.get("accuracy"), dict) else {}
+    for key, name in (("next_token_agreement", "tokens"), ("top1_agreement", "top-1")):
+        value = as_float(acc.get(key)) if isinstance(acc, dict) else None
+        if value is not None:
+            return f"{name} {100 * value:.0f}%"
+    worst = []
+    for out in rec.get("outputs") or []:
+        if isinstance(out, dict):
+            v = as_float(out.get("max_abs"))
+            if v is not None:
+                worst.append(v)
+    return f"max|Δ| {max(worst):.1g}" if worst else ""
+
+
+def is_model(rec: Record) -> bool:
+    return not rec.get("op") and "kind" in rec and rec.get("kind") not in ("op", "pair", "opdiff", "opdiff-pair", "opinfo")
+
+
+def cells(columns: list[tuple[str, str, list[Record]]], link: Callable[[str, Record], str] | None = None
+          ) -> tuple[list[str], dict[str, dict[str, Cell]]]:
+    """``columns``: (label, machine, records). Returns the model rows in order and {row: {label: Cell}}. A row is a
+    case (its dtype/shape variants are one model; the worst outcome stands for them)."""
+    base: dict[tuple[str, str], float] = {}
+    for _label, machine, recs in columns:
+        for rec in recs:
+            if rec.get("recipe") == BASE_RECIPE and is_model(rec) and (lat := _latency(rec)) is not None:
+                base[(machine, str(rec.get("id")).rsplit("@", 1)[0])] = lat
+    out: dict[str, dict[str, Cell]] = {}
+    for label, machine, recs in columns:
+        for rec in recs:
+            if not is_model(rec):
+                continue
+            row = str(rec.get("case") or rec["id"])
+            st = status_of(rec)
+            prev = out.setdefault(row, {}).get(label)
+            if prev is not None and not (st.is_failure and prev.status != "fail"):
+                continue
+            lat, ref = _latency(rec), base.get((machine, str(rec.get("id")).rsplit("@", 1)[0]))
+            ratio = lat / ref if lat is not None and ref and rec.get("recipe") != BASE_RECIPE else None
+            ran = st.is_pass or st.is_failure or st is Status.XFAIL
+            out[row][label] = Cell("fail" if st.is_failure else st.value, _mark(st), _agreement(rec) if ran else "", ratio,
+                                   str(rec.get("detail") or "")[:300], link(label, rec) if link else "")
+    return sorted(out, key=_row_order), out
+
+
+def _row_order(row: str) -> tuple[int, str]:
+    lists = ("zoo.huggingface.", "zoo.timm.", "zoo.torchbench.")
+    return next((i for i, p in enumerate(lists) if row.startswith(p)), len(lists)), row.lower()
+
+
+def setup_notes(info: dict[str, dict[str, Any]], labels: list[str]) -> list[str]:
+    notes = []
+    for label in labels:
+        i = info.get(label) or {}
+        text = str((i.get("unavailable") and f"unavailable here: {i['unavailable']}") or i.get("description") or "")
+        url = safe.http_url(i.get("setup"))
+        notes.append(f"- {safe.code(label)}: {safe.inline(text, 400)}" + (f" ([setup]({url}))" if url else ""))
+    return notes
+
+
+def render_md(records: list[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
+    recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
+    rows, table = cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
+    out = ["# Models", "",
+           "Per model and recipe: ✅ passed · 🟡 passed, not (fully) delegated · ❌ failed · xfail: a known failure · "
+           "⏭️ skipped · ⛔ unavailable · —: not run. In brackets: agreement with the CPU reference (token or top-1 "
+           f"agreement, else the worst absolute error) and latency as a multiple of `{BASE_RECIPE}`'s.", ""]
+    if not rows:
+        return "\n".join([*out, "_No model results._", ""])
+    out += ["| model | " + " | ".join(safe.code(r) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
+    for row in rows:
+        out.append(f"| {safe.code(row)} | " + " | ".join(c.text if (c := table[row].get(r)) else "—" for r in recipes) + " |")
+    passed = {r: sum(table[row][r].status in ("PASS", "PASS_UNDELEGATED") for row in rows if r in table[row]) for r in recipes}
+    out += ["", "Passed: " + " · ".join(f"{safe.code(r)} {passed[r]}/{len(rows)}" for r in recipes), "", "## Setup", "",
+            *setup_notes(info or {}, recipes), ""]
+    return "\n".join(out)
+
+
+def render_csv(records: list[Record]) -> str:
+    recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
+    rows, table = cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["model", "recipe", "status", "agreement", "latency_ratio_to_cpu", "detail"])
+    for row in rows:
+        for r in recipes:
+            if (c := table[row].get(r)) is not None:
+                w.writerow([row, r, c.status, c.agreement, "" if c.ratio is None else f"{c.ratio:.4g}", c.detail.replace("\n", " ")])
+    return buf.getvalue()
+
+
+__all__ = ["Cell", "cells", "is_model", "render_csv", "render_md", "setup_notes"]

@@ -1,0 +1,124 @@
+"""The model zoo (dynamo's three lists), the worker memory limit and the model table (``bti report --models``,
+the portal's ``models.html``). The zoo's models run end to end in ``tests/test_e2e.py`` (both version pairs)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.suites import load_suites, zoo
+from tests.test_portal import INJECTED, _header, _rec, _write
+
+VISION = all(importlib.util.find_spec(m) is not None for m in ("timm", "torchvision"))
+
+
+def test_the_zoo_holds_every_row_of_the_three_lists_under_their_own_names() -> None:
+    cases = load_suites(["zoo"])
+    assert Counter(c.spec["list"] for c in cases) == {"huggingface": 55, "timm": 18, "torchbench": 104}
+    assert len({c.id for c in cases}) == len(cases)
+    names = {c.spec["list"]: set() for c in cases}
+    for c in cases:
+        names[c.spec["list"]].add(c.spec["model"])
+    assert {"meta-llama/Llama-3.2-1B", "T5Small", "YituTechConvBert", "openai/gpt-oss-20b"} <= names["huggingface"]
+    assert {"vit_base_patch14_dinov2.lvd142m", "adv_inception_v3"} <= names["timm"]
+    assert {"vision_maskrcnn", "detectron2_maskrcnn", "hf_T5_generate", "yolov3", "timm_vovnet"} <= names["torchbench"]
+    sizes = zoo.sizes()
+    for c in cases:
+        assert c.spec["task"] is not None and c.spec["check"] and c.spec["cost"] > 0, c.id
+        if "unavailable" in c.spec:  # a row bti cannot build says why, naming the model
+            assert c.spec["unavailable"].startswith(c.spec["model"] + ": ") and "requires" not in c.spec, c.id
+        else:  # a buildable row declares what it imports, its size and the memory it needs
+            assert c.spec["requires"] and c.spec["params"] == sizes[c.id]["params"] and c.spec["memory_gb"] >= zoo.MEMORY_BASE_GB, c.id
+    buildable = Counter(c.spec["list"] for c in cases if "unavailable" not in c.spec)
+    assert buildable["huggingface"] == 55 and buildable["timm"] == 18 and buildable["torchbench"] >= 40
+    parts = [c.id for name in ("huggingface", "timm", "torchbench") for c in load_suites([f"zoo-{name}"])]
+    assert sorted(parts) == sorted(c.id for c in cases)
+    ci = load_suites(["models-ci"])
+    assert sorted(c.spec["list"] for c in ci) == ["huggingface", "timm", "torchbench"]
+
+
+def test_declared_memory_follows_the_parameter_count() -> None:
+    by_id = {c.id: c for c in load_suites(["zoo"])}
+    small, big = by_id["zoo.torchbench.resnet18"], by_id["zoo.huggingface.openai_gpt-oss-20b"]
+    assert small.spec["memory_gb"] < 3 < 100 < big.spec["memory_gb"]
+    assert zoo.memory_gb(2**30 / 4) == zoo.MEMORY_BASE_GB + zoo.MEMORY_FACTOR  # 1 GiB of fp32 weights
+
+
+@pytest.mark.skipif(not VISION, reason="timm and torchvision (the vision extra) are not installed in this venv")
+def test_the_sizes_file_is_what_the_meta_device_measures() -> None:
+    """``python -m harness.suites.zoo --sizes`` wrote it; building every model again on the meta device gives it back."""
+    assert zoo.measure_sizes() == zoo.sizes()
+
+
+def test_a_model_declaring_more_memory_than_a_worker_may_use_is_skip_with_both_figures(bti, tmp_path: Path) -> None:
+    res = bti("run", "-s", "zoo", "-r", "torch-cpu", "-k", "zoo.huggingface.openai_gpt-oss-20b", "-k", "zoo.torchbench.yolov3",
+              "--worker-memory", "20", "-o", str(tmp_path), "--no-reuse", "--no-report")
+    assert res.code == 0, res.err
+    recs = {r["case"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:])}
+    big = recs["zoo.huggingface.openai_gpt-oss-20b"]
+    need = load_suites(["zoo"])
+    declared = next(c.spec["memory_gb"] for c in need if c.id == big["case"])
+    assert big["status"] == "SKIP" and f"needs about {declared:g} GB" in big["detail"] and "limit of 20 GB" in big["detail"]
+    yolo = recs["zoo.torchbench.yolov3"]
+    assert yolo["status"] == "UNAVAILABLE" and yolo["detail"].startswith("yolov3: TorchBench's own model code")
+
+
+def test_a_worker_past_the_memory_limit_is_killed_and_its_item_says_out_of_memory(bti, tmp_path: Path) -> None:
+    """A forked worker's RSS starts near the parent's (torch and executorch imported): a 0.2 GB limit is passed at once."""
+    res = bti("run", "-s", "smoke", "-r", "portable", "-k", "op.add.*", "-j", "1", "--worker-memory", "0.2",
+              "-o", str(tmp_path), "--no-reuse", "--no-report")
+    recs = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()[1:]]
+    assert recs and res.code == 1
+    assert all(r["status"] == "CRASH" and "out of memory: the worker's RSS reached" in r["detail"]
+               and "limit of 0.2 GB" in r["detail"] for r in recs), [r["detail"] for r in recs]
+
+
+def test_settings_refuse_a_bad_worker_memory_in_one_line(bti) -> None:
+    res = bti("run", "-s", "smoke", "-r", "portable", env={"BTI_WORKER_MEMORY_GB": "lots"})
+    assert res.code == 2 and "BTI_WORKER_MEMORY_GB='lots': expected gigabytes" in res.err and "Traceback" not in res.err
+
+
+def _model_records() -> list[dict]:
+    lat = {"latency_ms": {"median": 10.0}}
+    return [
+        _rec("zoo.timm.a", "torch-cpu", "PASS", op=None, accuracy={"top1_agreement": 1.0}, **lat),
+        _rec("zoo.timm.a", "xnnpack", "PASS", op=None, accuracy={"top1_agreement": 0.5}, latency_ms={"median": 2.5}),
+        _rec("zoo.torchbench.b", "torch-cpu", "PASS", op=None, outputs=[{"max_abs": 3e-6}], **lat),
+        _rec("zoo.torchbench.b", "xnnpack", "FAIL_EXPORT", op=None, detail=INJECTED),
+        _rec("zoo.torchbench.c", "xnnpack", "UNAVAILABLE", op=None, detail="c: TorchBench's own model code"),
+        _rec("op.add.a", "xnnpack", "PASS"),  # an operator: not a row of the model table
+    ]
+
+
+def test_the_model_table_has_agreement_latency_ratio_and_setup_notes(tmp_path: Path, bti) -> None:
+    from harness.report import models
+
+    header = _header("r1", 20, recipes=("torch-cpu", "xnnpack"))
+    path = _write(tmp_path / "run" / "results.jsonl", header, _model_records())
+    res = bti("report", str(path), "-o", str(tmp_path / "rep"), "--models", "--format", "md")
+    assert res.code == 0, res.err
+    md = (tmp_path / "rep" / "models.md").read_text()
+    assert "| `zoo.timm.a` | ✅ (top-1 100%) | ✅ (top-1 50%, 0.25× cpu) |" in md
+    assert "| `zoo.torchbench.b` | ✅ (max|Δ| 3e-06) | ❌ |" in md and "| `zoo.torchbench.c` | — | ⛔ |" in md
+    assert "op.add" not in md and "<script>" not in md and "https://example.com/xnnpack-setup" in md
+    assert "javascript:" not in md  # a hostile setup link is dropped
+    rows = (tmp_path / "rep" / "models.csv").read_text().splitlines()
+    assert "zoo.timm.a,xnnpack,PASS,top-1 50%,0.25," in rows
+    order, _ = models.cells([("x", "m", _model_records())])
+    assert order == ["zoo.timm.a", "zoo.torchbench.b", "zoo.torchbench.c"]  # the lists' order: huggingface, timm, torchbench
+
+
+def test_the_portal_models_page_links_each_cell_to_its_item(tmp_path: Path, bti) -> None:
+    path = _write(tmp_path / "run" / "results.jsonl", _header("r1", 20, recipes=("torch-cpu", "xnnpack")), _model_records())
+    res = bti("portal", str(path), "-o", str(tmp_path / "site"))
+    assert res.code == 0, res.err
+    page = (tmp_path / "site" / "models.html").read_text()
+    assert "<script>document.title" not in page and "&lt;script&gt;" in page  # the detail is text in a title attribute
+    links = [ln.split("#")[0] for ln in re.findall(r'href="(items/[^"]+)"', page)]
+    assert len(links) == 5 and all((tmp_path / "site" / link).is_file() for link in links)
+    assert "0.25× cpu" in page and 'href="https://example.com/xnnpack-setup"' in page
