@@ -47,12 +47,14 @@ def test_declared_memory_follows_the_parameter_count() -> None:
     small, big = by_id["zoo.torchbench.resnet18"], by_id["zoo.huggingface.openai_gpt-oss-20b"]
     assert small.spec["memory_gb"] < 3 < 100 < big.spec["memory_gb"]
     assert zoo.memory_gb(2**30 / 4) == zoo.MEMORY_BASE_GB + zoo.MEMORY_FACTOR  # 1 GiB of fp32 weights
+    assert small.spec["memory_gb_by_backend"]["torch-eager"] < small.spec["memory_gb"]  # eager holds fewer copies
 
 
 @pytest.mark.skipif(not VISION, reason="timm and torchvision (the vision extra) are not installed in this venv")
 def test_the_sizes_file_is_what_the_meta_device_measures() -> None:
     """``python -m harness.suites.zoo --sizes`` wrote it; building every model again on the meta device gives it back."""
-    assert zoo.measure_sizes() == zoo.sizes()
+    recorded = {k: {"params": v["params"], "input": v["input"]} for k, v in zoo.sizes().items()}
+    assert zoo.measure_sizes() == recorded
 
 
 def test_a_model_declaring_more_memory_than_a_worker_may_use_is_skip_with_both_figures(bti, tmp_path: Path) -> None:
@@ -62,8 +64,9 @@ def test_a_model_declaring_more_memory_than_a_worker_may_use_is_skip_with_both_f
     recs = {r["case"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:])}
     big = recs["zoo.huggingface.openai_gpt-oss-20b"]
     need = load_suites(["zoo"])
-    declared = next(c.spec["memory_gb"] for c in need if c.id == big["case"])
-    assert big["status"] == "SKIP" and f"needs about {declared:g} GB" in big["detail"] and "limit of 20 GB" in big["detail"]
+    declared = next(c.spec["memory_gb_by_backend"]["torch-eager"] for c in need if c.id == big["case"])
+    assert big["status"] == "SKIP" and f"needs about {declared:g} GB per worker (declared: memory_gb for torch-eager)" in big["detail"]
+    assert "limit of 20 GB" in big["detail"]
     yolo = recs["zoo.torchbench.yolov3"]
     assert yolo["status"] == "UNAVAILABLE" and yolo["detail"].startswith("yolov3: TorchBench's own model code")
 

@@ -279,7 +279,7 @@ def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cach
     if reason:
         status = Status.UNAVAILABLE
     else:
-        reason = recipe.skip_reason(item) or _skipped(item, skips) or _source_skip(item, recipe) or _memory_skip(item, memory_gb)
+        reason = recipe.skip_reason(item) or _skipped(item, skips) or _source_skip(item, recipe) or _memory_skip(item, recipe, memory_gb)
         status = Status.SKIP if reason else None
     if status is not None:
         return decide(item, recipe, Outcome(fixed=status, fixed_detail=reason or ""), run_id, control_recipe=control)
@@ -303,13 +303,15 @@ def _import_error(package: str) -> str | None:
     return None
 
 
-def _memory_skip(item: Item, limit: float) -> str | None:
-    """SKIP, before anything is built, a case that declares more memory (``memory_gb`` in its spec) than one worker
-    may use: it would only be killed half-way."""
-    need = item.case.spec.get("memory_gb")
+def _memory_skip(item: Item, recipe: Recipe, limit: float) -> str | None:
+    """SKIP, before anything is built, a case that declares more memory than one worker may use: it would only be
+    killed half-way. ``memory_gb`` in its spec, or ``memory_gb_by_backend[recipe.backend]`` where that is given."""
+    spec = item.case.spec
+    by_backend = spec.get("memory_gb_by_backend")
+    need = by_backend.get(recipe.backend, spec.get("memory_gb")) if isinstance(by_backend, dict) else spec.get("memory_gb")
     if limit and isinstance(need, (int, float)) and need > limit:
-        return (f"needs about {need:g} GB per worker (declared: memory_gb), above the worker memory limit of {limit:g} GB "
-                "(--worker-memory, BTI_WORKER_MEMORY_GB; fewer --jobs give each worker more)")
+        return (f"needs about {need:g} GB per worker (declared: memory_gb for {recipe.backend}), above the worker memory "
+                f"limit of {limit:g} GB (--worker-memory, BTI_WORKER_MEMORY_GB; fewer --jobs give each worker more)")
     return None
 
 

@@ -14,8 +14,9 @@ list is a case here, under the list's own name (``zoo.<list>.<name>``):
 * **timm**: ``timm.create_model(name, pretrained=False)`` at the model's own input size (its
   ``pretrained_cfg``), as dynamo's ``timm_models.py`` resolves it.
 * **torchbench**: the rows whose model lives in a pip-installable library (torchvision, timm,
-  transformers) are built the same way from it, with TorchBench's own arguments; every other row is
-  UNAVAILABLE with the reason, so the table's rows are TorchBench's names.
+  transformers, torch_geometric) are built the same way from it, with TorchBench's own arguments (the GNNs
+  on a seeded random graph in place of TorchBench's Reddit subgraph); every other row is UNAVAILABLE with
+  the reason, so the table's rows are TorchBench's names.
 
 Weights are seeded random; nothing is downloaded. The batch is 1: the lists' batch sizes (``batch`` in
 the spec) are sized for a 40 GB A100, these run on CPUs and vendors' devices alike.
@@ -46,8 +47,11 @@ HERE = Path(__file__).parent
 SIZES = HERE / "zoo_sizes.json"
 LISTS = ("huggingface", "timm", "torchbench")
 # a worker holds the fp32 weights several times over: the model, its float64 reference copy (twice the
-# bytes), the exported program, the lowered blob and the loaded program; measured in docs/measurements.md#zoo
+# bytes), and for a lowering backend the lowered blob, the serialized program and the loaded program; eager
+# recipes hold only the first two and their activations. Calibrated in docs/measurements.md#zoo
 MEMORY_FACTOR = 6.0
+EAGER_FACTOR = 4.0
+EAGER_BACKENDS = ("torch-eager", "torch-compile")
 MEMORY_BASE_GB = 1.5
 
 
@@ -199,7 +203,10 @@ T5_LARGE = {"d_model": 1024, "d_ff": 4096, "num_layers": 24, "num_decoder_layers
 TORCHBENCH_LIST: tuple[ZooModel, ...] = (
     _tb("BERT_pytorch", 16), _tb("Background_Matting", 1), _tb("LearningToPaint", 96), _tb("Super_SloMo", 6),
     _tv("alexnet", 128),
-    *(_tb(f"basic_gnn_{k}", 1, why="needs torch_geometric (not declared by bti)") for k in ("edgecnn", "gcn", "gin", "sage")),
+    # TorchBench: Model(602 Reddit features, 64 hidden, 1 layer, 41 classes) on a Reddit subgraph; here a seeded random graph
+    *(_tb(f"basic_gnn_{k}", 1, "pyg", f"torch_geometric.nn.{cls}", {"in_channels": 602, "hidden_channels": 64, "num_layers": 1,
+                                                                    "out_channels": 41}, "classifier", "graph")
+      for k, cls in (("edgecnn", "EdgeCNN"), ("gcn", "GCN"), ("gin", "GIN"), ("sage", "GraphSAGE"))),
     _tb("cm3leon_generate", 1, why="a generation loop over TorchBench's own model code"),
     _tb("dcgan", 256), _tb("demucs", 8), _tv("densenet121", 64),
     *(_tb(f"detectron2_{k}", 1, why=DETECTRON) for k in (
@@ -278,7 +285,8 @@ MODELS: tuple[ZooModel, ...] = (
     *TORCHBENCH_LIST,
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
-REQUIRES = {"hf": ["transformers"], "timm": ["timm"], "tv": ["torchvision"], "tv-detection": ["torchvision"]}
+REQUIRES = {"hf": ["transformers"], "timm": ["timm"], "tv": ["torchvision"], "tv-detection": ["torchvision"], "pyg": ["torch_geometric"]}
+GRAPH = (1000, 10000)  # nodes, edges of the random graph the GNN rows run on
 
 
 def sizes() -> dict[str, dict[str, Any]]:
@@ -288,14 +296,16 @@ def sizes() -> dict[str, dict[str, Any]]:
         return {}
 
 
-def memory_gb(params: float) -> float:
+def memory_gb(params: float, factor: float = MEMORY_FACTOR) -> float:
     """The memory a worker is declared to need for a model of ``params`` parameters (fp32)."""
-    return round(MEMORY_BASE_GB + params * 4 / 2**30 * MEMORY_FACTOR, 1)
+    return round(MEMORY_BASE_GB + params * 4 / 2**30 * factor, 1)
 
 
 def _cost(m: ZooModel, size: dict[str, Any]) -> float:
-    """Seconds per item on a 2-core CPU, roughly (build, export, references, lower or compile, run); a
-    previous run's measured durations replace it when shards are balanced."""
+    """Seconds per item: measured (``--costs``: the mean item duration of a sweep on a 2-core CPU), else an estimate
+    from the parameter count and input size; a previous run's durations (``bti run --durations``) replace it."""
+    if isinstance(size.get("seconds"), (int, float)):
+        return float(size["seconds"])
     params_m = float(size.get("params", 0)) / 1e6
     side = (size.get("input") or [3, 224, 224])[-1]
     work = params_m * (m.seq / 512 if m.seq else (side / 224) ** 2)
@@ -319,6 +329,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
         if size.get("params"):
             spec["params"] = int(size["params"])
             spec["memory_gb"] = memory_gb(float(size["params"]))
+            spec["memory_gb_by_backend"] = {b: memory_gb(float(size["params"]), EAGER_FACTOR) for b in EAGER_BACKENDS}
         cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else [])),
                           spec=spec, dtypes=("float32",), shapes=("static",), source=m.target or f"torchbench:{m.name}"))
     return cases
@@ -362,6 +373,8 @@ def _input_size(m: ZooModel, model: Any) -> list[int]:
         return [3, 224, 224]
     if m.inputs == "audio":
         return [int(model.config.num_mel_bins), 2 * int(model.config.max_source_positions)]
+    if m.inputs == "graph":
+        return [GRAPH[0], int(m.config["in_channels"])]
     return [m.seq]
 
 
@@ -401,6 +414,9 @@ def _inputs(m: ZooModel, model: Any, g: Any) -> tuple[Any, ...]:
         return (torch.randn(1, *_input_size(m, model), generator=g),)
     if m.builder == "tv-detection":
         return ([torch.rand(3, 224, 224, generator=g)],)
+    if m.builder == "pyg":
+        nodes, edges = GRAPH
+        return (torch.randn(nodes, int(m.config["in_channels"]), generator=g), torch.randint(0, nodes, (2, edges), generator=g))
     config = model.config
     if m.inputs == "audio":
         return (torch.randn(1, *_input_size(m, model), generator=g),)
@@ -454,17 +470,38 @@ def _wrap(inner: Any, m: ZooModel) -> Any:  # the class is made on first use: to
     return _wrapped_class()(inner, m)
 
 
+def measured_costs(results: Path) -> dict[str, float]:
+    """Each zoo case's mean item duration (seconds) in a results file, over the items that ran."""
+    from harness.results import read_latest
+
+    per: dict[str, list[float]] = {}
+    for rec in read_latest(results)[1]:
+        case, seconds = str(rec.get("case") or ""), rec.get("duration_s")
+        if case.startswith("zoo.") and isinstance(seconds, (int, float)) and rec.get("status") not in ("SKIP", "UNAVAILABLE"):
+            per.setdefault(case, []).append(float(seconds))
+    return {case: round(sum(v) / len(v), 1) for case, v in per.items()}
+
+
 def main(argv: list[str]) -> int:
-    """``python -m harness.suites.zoo --sizes``: measure every buildable model on the meta device, rewrite
+    """``python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl]``: measure every buildable model on the meta
+    device, add each case's measured seconds per item from a sweep's results (kept from the file otherwise), rewrite
     ``zoo_sizes.json`` and print the zoo's size."""
-    if argv[:1] != ["--sizes"]:
-        print("usage: python -m harness.suites.zoo --sizes", file=sys.stderr)
+    if argv[:1] != ["--sizes"] or len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != "--costs"):
+        print("usage: python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl]", file=sys.stderr)
         return 2
+    old = sizes()
+    costs = measured_costs(Path(argv[2])) if len(argv) == 3 else {}
     measured = measure_sizes()
+    for key, entry in measured.items():
+        seconds = costs.get(key, old.get(key, {}).get("seconds"))
+        if seconds is not None:
+            entry["seconds"] = seconds
     lines = [f"  {json.dumps(k)}: {json.dumps(measured[k])}" for k in sorted(measured)]
     SIZES.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     total = sum(v["params"] for v in measured.values())
-    print(f"{len(MODELS)} rows, {len(measured)} buildable models, {total / 1e9:.2f} B parameters -> {SIZES}")
+    timed = sum("seconds" in v for v in measured.values())
+    print(f"{len(MODELS)} rows, {len(measured)} buildable models, {total / 1e9:.2f} B parameters, {timed} with measured "
+          f"seconds -> {SIZES}")
     return 0
 
 
