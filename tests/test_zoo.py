@@ -107,7 +107,7 @@ def test_the_model_table_has_agreement_latency_ratio_and_setup_notes(tmp_path: P
     assert res.code == 0, res.err
     md = (tmp_path / "rep" / "models.md").read_text()
     assert "| `zoo.timm.a` | ✅ (top-1 100%) | ✅ (top-1 50%, 0.25× cpu) |" in md
-    assert "| `zoo.torchbench.b` | ✅ (max|Δ| 3e-06) | ❌ |" in md and "| `zoo.torchbench.c` | — | ⛔ |" in md
+    assert "| `zoo.torchbench.b` | ✅ (max|Δ| 3e-06) | ❌ export |" in md and "| `zoo.torchbench.c` | — | ⛔ |" in md
     assert "op.add" not in md and "<script>" not in md and "https://example.com/xnnpack-setup" in md
     assert "javascript:" not in md  # a hostile setup link is dropped
     rows = (tmp_path / "rep" / "models.csv").read_text().splitlines()

@@ -13,6 +13,27 @@ from harness.cli.options import compare_opts, read_results_file, thresholds, wit
 from harness.errors import UserError
 
 
+def _tables(latest: list[Any], header: Any, out_dir: Path, support: bool, models: bool) -> dict[str, Path]:
+    """support.md/csv (operator × recipe) and models.md/csv (model × recipe), as asked."""
+    from harness.results import atomic_write_text
+
+    written: dict[str, Path] = {}
+    texts: list[tuple[str, str]] = []
+    if support:
+        from harness.report import support as sup
+
+        texts += [("support.md", sup.render_md(latest)), ("support.csv", sup.render_csv(latest))]
+    if models:
+        from harness.report import models as mod
+
+        info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}
+        texts += [("models.md", mod.render_md(latest, info)), ("models.csv", mod.render_csv(latest))]
+    for name, text in texts:
+        atomic_write_text(out_dir / name, text)
+        written[name.replace(".", "-")] = out_dir / name
+    return written
+
+
 @cli.command()
 @click.argument("jsonl", type=click.Path(path_type=Path))
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True)
@@ -55,21 +76,7 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
         from harness.report import coverage as cov
 
         paths.update(cov.write(latest, out_dir))
-    if support:
-        from harness.report import support as sup
-        from harness.results import atomic_write_text
-
-        for name, render in (("support.md", sup.render_md), ("support.csv", sup.render_csv)):
-            atomic_write_text(out_dir / name, render(latest))
-            paths[name.replace(".", "-")] = out_dir / name
-    if models:
-        from harness.report import models as mod
-        from harness.results import atomic_write_text
-
-        info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}
-        for name, text in (("models.md", mod.render_md(latest, info)), ("models.csv", mod.render_csv(latest))):
-            atomic_write_text(out_dir / name, text)
-            paths[name.replace(".", "-")] = out_dir / name
+    paths.update(_tables(latest, header, out_dir, support, models))
     if readme:
         from harness.report.tables import update_readme
 

@@ -2,8 +2,8 @@
 
 One row per model (the zoo's rows keep their list's names: TorchBench's, dynamo's), one column per recipe (in
 ``bti report --models``) or per portal column (a recipe on a machine with one stack: ``models.html``). A cell
-holds the outcome (✅ passed, 🟡 passed undelegated, ❌ failed, xfail, ⏭️ skipped, ⛔ unavailable), and where the
-model ran:
+holds the outcome (✅ passed, 🟡 passed undelegated, ❌ failed with its stage — ``❌ export`` is the model's failure,
+before any backend — xfail, ⏭️ skipped, ⛔ unavailable), and where the model ran:
 
 * its **agreement with the CPU reference**: token or top-1 agreement where the task has one, else the worst
   element-wise absolute error;
@@ -50,8 +50,10 @@ def _mark(st: Status) -> str:
         return "xfail"
     if st is Status.UNAVAILABLE:
         return "⛔"
+    if st is Status.FAIL_EXPORT:
+        return "❌ export"  # the model's failure: torch.export refused it, before any backend saw it
     if st.is_failure:
-        return "❌"
+        return "❌ " + st.value.removeprefix("FAIL_").lower() if st.value.startswith("FAIL_") else "❌ " + st.value.lower()
     if st is Status.PASS:
         return "✅"
     if st.is_pass:
@@ -130,7 +132,8 @@ def render_md(records: list[Record], info: dict[str, dict[str, Any]] | None = No
     recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
     rows, table = cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
     out = ["# Models", "",
-           "Per model and recipe: ✅ passed · 🟡 passed, not (fully) delegated · ❌ failed · xfail: a known failure · "
+           "Per model and recipe: ✅ passed · 🟡 passed, not (fully) delegated · ❌ failed, with the stage (❌ export: "
+           "torch.export refused the model, before any backend) · xfail: a known failure · "
            "⏭️ skipped · ⛔ unavailable · —: not run. In brackets: agreement with the CPU reference (token or top-1 "
            f"agreement, else the worst absolute error) and latency as a multiple of `{BASE_RECIPE}`'s.", ""]
     if not rows:
