@@ -46,14 +46,15 @@ def test_declared_memory_follows_the_parameter_count() -> None:
     by_id = {c.id: c for c in load_suites(["zoo"])}
     small, big = by_id["zoo.torchbench.resnet18"], by_id["zoo.huggingface.openai_gpt-oss-20b"]
     assert small.spec["memory_gb"] < 3 < 100 < big.spec["memory_gb"]
-    assert zoo.memory_gb(2**30 / 4) == zoo.MEMORY_BASE_GB + zoo.MEMORY_FACTOR  # 1 GiB of fp32 weights
+    assert zoo.memory_gb(2**30 / 4) == zoo.MEMORY_BASE_GB + zoo.MEMORY_FACTOR[0]  # 1 GiB of fp32 weights
+    assert zoo.memory_gb(0, 2**30 / 4) == zoo.MEMORY_BASE_GB + zoo.MEMORY_FACTOR[1]  # 1 GiB of fp32 logits
     assert small.spec["memory_gb_by_backend"]["torch-eager"] < small.spec["memory_gb"]  # eager holds fewer copies
 
 
 @pytest.mark.skipif(not VISION, reason="timm and torchvision (the vision extra) are not installed in this venv")
 def test_the_sizes_file_is_what_the_meta_device_measures() -> None:
     """``python -m harness.suites.zoo --sizes`` wrote it; building every model again on the meta device gives it back."""
-    recorded = {k: {"params": v["params"], "input": v["input"]} for k, v in zoo.sizes().items()}
+    recorded = {k: {x: v[x] for x in ("params", "input", "outputs") if x in v} for k, v in zoo.sizes().items()}
     assert zoo.measure_sizes() == recorded
 
 

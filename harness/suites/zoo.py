@@ -48,9 +48,11 @@ SIZES = HERE / "zoo_sizes.json"
 LISTS = ("huggingface", "timm", "torchbench")
 # a worker holds the fp32 weights several times over: the model, its float64 reference copy (twice the
 # bytes), and for a lowering backend the lowered blob, the serialized program and the loaded program; eager
-# recipes hold only the first two and their activations. Calibrated in docs/measurements.md#zoo
-MEMORY_FACTOR = 6.0
-EAGER_FACTOR = 4.0
+# recipes hold only the first two. The outputs (an LM's logits: sequence × vocabulary) are held many times over
+# too: the reference, the float64 reference, the device's, their comparisons. (weights, outputs) factors,
+# fitted to the zoo sweep's peak RSS per item in docs/measurements.md#zoo
+MEMORY_FACTOR = (6.0, 16.0)
+EAGER_FACTOR = (4.0, 10.0)
 EAGER_BACKENDS = ("torch-eager", "torch-compile")
 MEMORY_BASE_GB = 1.5
 
@@ -296,9 +298,10 @@ def sizes() -> dict[str, dict[str, Any]]:
         return {}
 
 
-def memory_gb(params: float, factor: float = MEMORY_FACTOR) -> float:
-    """The memory a worker is declared to need for a model of ``params`` parameters (fp32)."""
-    return round(MEMORY_BASE_GB + params * 4 / 2**30 * factor, 1)
+def memory_gb(params: float, outputs: float = 0.0, factor: tuple[float, float] = MEMORY_FACTOR) -> float:
+    """The memory a worker is declared to need for a model of ``params`` parameters and ``outputs`` output elements
+    (fp32)."""
+    return round(MEMORY_BASE_GB + (params * factor[0] + outputs * factor[1]) * 4 / 2**30, 1)
 
 
 def _cost(m: ZooModel, size: dict[str, Any]) -> float:
@@ -328,8 +331,9 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
             spec["requires"] = REQUIRES[m.builder]
         if size.get("params"):
             spec["params"] = int(size["params"])
-            spec["memory_gb"] = memory_gb(float(size["params"]))
-            spec["memory_gb_by_backend"] = {b: memory_gb(float(size["params"]), EAGER_FACTOR) for b in EAGER_BACKENDS}
+            params, outputs = float(size["params"]), float(size.get("outputs", 0))
+            spec["memory_gb"] = memory_gb(params, outputs)
+            spec["memory_gb_by_backend"] = {b: memory_gb(params, outputs, EAGER_FACTOR) for b in EAGER_BACKENDS}
         cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else [])),
                           spec=spec, dtypes=("float32",), shapes=("static",), source=m.target or f"torchbench:{m.name}"))
     return cases
@@ -389,6 +393,9 @@ def measure_sizes(models: tuple[ZooModel, ...] = MODELS) -> dict[str, dict[str, 
         with torch.device("meta"):
             model = _model(m)
         out[m.id] = {"params": sum(p.numel() for p in model.parameters()), "input": _input_size(m, model)}
+        if m.task == "lm":  # the logits: a value per position and vocabulary entry
+            text = getattr(model.config, "text_config", None) or model.config
+            out[m.id]["outputs"] = m.seq * int(text.vocab_size)
         del model
     return out
 
