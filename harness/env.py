@@ -73,24 +73,25 @@ def rss_mb() -> float:
 
 
 def total_memory_gb() -> float:
-    """This machine's RAM in GiB (``MemTotal``; a cgroup limit below it wins)."""
-    total = 0.0
-    with contextlib.suppress(OSError, ValueError), open("/proc/meminfo") as fh:
-        total = next(int(line.split()[1]) for line in fh if line.startswith("MemTotal:")) / 2**20
+    """This machine's RAM in GiB (psutil; a cgroup v2 limit below it wins, as in a container)."""
+    import psutil
+
+    total = float(psutil.virtual_memory().total) / 2**30
     with contextlib.suppress(OSError, ValueError):
         with open("/sys/fs/cgroup/memory.max") as fh:
             text = fh.read().strip()
         if text != "max":
-            total = min(total or float("inf"), int(text) / 2**30)
-    return total or 8.0
+            total = min(total, int(text) / 2**30)
+    return total
 
 
 def process_rss_mb(pid: int) -> float:
     """Another process's resident set size now, in MiB (0 when it is gone)."""
+    import psutil
+
     try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
+        return float(psutil.Process(pid).memory_info().rss) / 2**20
+    except (psutil.Error, OSError):
         return 0.0
 
 

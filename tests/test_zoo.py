@@ -85,6 +85,20 @@ def test_a_worker_past_the_memory_limit_is_killed_and_its_item_says_out_of_memor
 def test_settings_refuse_a_bad_worker_memory_in_one_line(bti) -> None:
     res = bti("run", "-s", "smoke", "-r", "portable", env={"BTI_WORKER_MEMORY_GB": "lots"})
     assert res.code == 2 and "BTI_WORKER_MEMORY_GB='lots': expected gigabytes" in res.err and "Traceback" not in res.err
+    for value in ("nan", "0"):
+        res = bti("run", "-s", "smoke", "-r", "portable", "--worker-memory", value)
+        assert res.code == 2 and "--worker-memory" in res.err and "Traceback" not in res.err, res.err
+
+
+def test_shard_costs_are_measured_seconds_else_a_capped_estimate_and_nothing_for_rows_not_built() -> None:
+    by_id = {c.id: c for c in load_suites(["zoo"])}
+    sizes = zoo.sizes()
+    timed = next(i for i, v in sizes.items() if "seconds" in v)
+    assert by_id[timed].spec["cost"] == sizes[timed]["seconds"]
+    assert by_id["zoo.torchbench.yolov3"].spec["cost"] == 0.1  # UNAVAILABLE: settled at once
+    untimed = [c for i, c in by_id.items() if i in sizes and "seconds" not in sizes[i]]
+    assert untimed and all(0 < c.spec["cost"] <= zoo.ESTIMATE_CAP for c in untimed)
+    assert by_id["zoo.huggingface.openai_gpt-oss-20b"].spec["cost"] == zoo.ESTIMATE_CAP
 
 
 def _model_records() -> list[dict]:
@@ -103,16 +117,21 @@ def test_the_model_table_has_agreement_latency_ratio_and_setup_notes(tmp_path: P
     from harness.report import models
 
     header = _header("r1", 20, recipes=("torch-cpu", "xnnpack"))
-    path = _write(tmp_path / "run" / "results.jsonl", header, _model_records())
+    header["recipe_info"]["torch-cpu"] = "not a mapping"  # a hostile header: ignored, never a traceback
+    header["recipe_info"]["onnxruntime"] = {"setup": "https://ok)<img src=https://evil/ping>[Approve](https://evil"}
+    recs = [*_model_records(), _rec("zoo.timm.a", "onnxruntime", "FAIL_RUN", op=None, detail="=HYPERLINK(\"https://evil\")")]
+    path = _write(tmp_path / "run" / "results.jsonl", header, recs)
     res = bti("report", str(path), "-o", str(tmp_path / "rep"), "--models", "--format", "md")
     assert res.code == 0, res.err
     md = (tmp_path / "rep" / "models.md").read_text()
-    assert "| `zoo.timm.a` | ✅ (top-1 100%) | ✅ (top-1 50%, 0.25× cpu) |" in md
-    assert "| `zoo.torchbench.b` | ✅ (max|Δ| 3e-06) | ❌ export |" in md and "| `zoo.torchbench.c` | — | ⛔ |" in md
+    assert "| model | `onnxruntime` | `torch-cpu` | `xnnpack` |" in md
+    assert "| `zoo.timm.a` | ❌ run | ✅ (top-1 100%) | ✅ (top-1 50%, 0.25× cpu) |" in md
+    assert "| `zoo.torchbench.b` | — | ✅ (max|Δ| 3e-06) | ❌ export |" in md and "| `zoo.torchbench.c` | — | — | ⛔ |" in md
     assert "op.add" not in md and "<script>" not in md and "https://example.com/xnnpack-setup" in md
-    assert "javascript:" not in md  # a hostile setup link is dropped
+    assert "javascript:" not in md and "evil" not in md and "<img" not in md  # hostile setup links are dropped
     rows = (tmp_path / "rep" / "models.csv").read_text().splitlines()
     assert "zoo.timm.a,xnnpack,PASS,top-1 50%,0.25," in rows
+    assert "zoo.timm.a,onnxruntime,FAIL_RUN,,,\"'=HYPERLINK(\"\"https://evil\"\")\"" in rows  # no formula for a spreadsheet
     order, _ = models.cells([("x", "m", _model_records())])
     assert order == ["zoo.timm.a", "zoo.torchbench.b", "zoo.torchbench.c"]  # the lists' order: huggingface, timm, torchbench
 

@@ -24,13 +24,19 @@ from harness.cli.reports import report as report_cmd
 from harness.errors import UserError
 
 
+def _finite(value: float | None, name: str) -> float | None:
+    if value is not None and value != value:
+        raise click.BadParameter(f"{name}: expected a number of gigabytes, not nan")
+    return value
+
+
 @cli.command()
 @filter_options
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True, help="Where results.jsonl and the reports go.")
 @click.option("--jsonl", type=click.Path(path_type=Path), help="Results file (default: OUT_DIR/results.jsonl).")
 @click.option("-j", "--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="CPU count", help="Worker processes.")
 @click.option("--timeout", type=click.FloatRange(0.1), default=600.0, show_default=True, help="Seconds per item before TIMEOUT.")
-@click.option("--worker-memory", type=click.FloatRange(0.1), metavar="GB",
+@click.option("--worker-memory", type=click.FloatRange(0.1, 1e6), metavar="GB", callback=lambda _c, _p, v: _finite(v, "--worker-memory"),
               help="A worker above this RSS is killed (its item: CRASH, out of memory); a case declaring more is SKIP. "
               "[default: 90% of RAM / --jobs; BTI_WORKER_MEMORY_GB]")
 @click.option("--resume", is_flag=True, help="Continue a killed run: keep recorded items, run the rest.")

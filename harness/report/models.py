@@ -40,6 +40,10 @@ class Cell:
     link: str = ""
 
     @property
+    def failing(self) -> bool:
+        return Status(self.status).is_failure
+
+    @property
     def text(self) -> str:
         figures = [f for f in (self.agreement, f"{self.ratio:.2g}× cpu" if self.ratio is not None else "") if f]
         return self.mark + (f" ({', '.join(figures)})" if figures else "")
@@ -88,27 +92,28 @@ def is_model(rec: Record) -> bool:
 
 def cells(columns: list[tuple[str, str, list[Record]]], link: Callable[[str, Record], str] | None = None
           ) -> tuple[list[str], dict[str, dict[str, Cell]]]:
-    """``columns``: (label, machine, records). Returns the model rows in order and {row: {label: Cell}}. A row is a
+    """``columns``: (label, where, records); ``where`` names the machine and software stack, and a latency is divided
+    by ``torch-cpu``'s of the same row in the same ``where`` only. Returns the model rows in order and {row: {label: Cell}}. A row is a
     case (its dtype/shape variants are one model; the worst outcome stands for them)."""
     base: dict[tuple[str, str], float] = {}
-    for _label, machine, recs in columns:
+    for _label, where, recs in columns:
         for rec in recs:
             if rec.get("recipe") == BASE_RECIPE and is_model(rec) and (lat := _latency(rec)) is not None:
-                base[(machine, str(rec.get("id")).rsplit("@", 1)[0])] = lat
+                base[(where, str(rec.get("id")).rsplit("@", 1)[0])] = lat
     out: dict[str, dict[str, Cell]] = {}
-    for label, machine, recs in columns:
+    for label, where, recs in columns:
         for rec in recs:
             if not is_model(rec):
                 continue
             row = str(rec.get("case") or rec["id"])
             st = status_of(rec)
             prev = out.setdefault(row, {}).get(label)
-            if prev is not None and not (st.is_failure and prev.status != "fail"):
+            if prev is not None and not (st.is_failure and not prev.failing):
                 continue
-            lat, ref = _latency(rec), base.get((machine, str(rec.get("id")).rsplit("@", 1)[0]))
+            lat, ref = _latency(rec), base.get((where, str(rec.get("id")).rsplit("@", 1)[0]))
             ratio = lat / ref if lat is not None and ref and rec.get("recipe") != BASE_RECIPE else None
             ran = st.is_pass or st.is_failure or st is Status.XFAIL
-            out[row][label] = Cell("fail" if st.is_failure else st.value, _mark(st), _agreement(rec) if ran else "", ratio,
+            out[row][label] = Cell(st.value, _mark(st), _agreement(rec) if ran else "", ratio,
                                    str(rec.get("detail") or "")[:300], link(label, rec) if link else "")
     return sorted(out, key=_row_order), out
 
@@ -121,9 +126,10 @@ def _row_order(row: str) -> tuple[int, str]:
 def setup_notes(info: dict[str, dict[str, Any]], labels: list[str]) -> list[str]:
     notes = []
     for label in labels:
-        i = info.get(label) or {}
+        i = info.get(label) if isinstance(info, dict) else None
+        i = i if isinstance(i, dict) else {}  # a results header is untrusted: a hostile one is ignored, never a traceback
         text = str((i.get("unavailable") and f"unavailable here: {i['unavailable']}") or i.get("description") or "")
-        url = safe.http_url(i.get("setup"))
+        url = safe.md_url(i.get("setup"))
         notes.append(f"- {safe.code(label)}: {safe.inline(text, 400)}" + (f" ([setup]({url}))" if url else ""))
     return notes
 
@@ -156,7 +162,8 @@ def render_csv(records: list[Record]) -> str:
     for row in rows:
         for r in recipes:
             if (c := table[row].get(r)) is not None:
-                w.writerow([row, r, c.status, c.agreement, "" if c.ratio is None else f"{c.ratio:.4g}", c.detail.replace("\n", " ")])
+                w.writerow([safe.csv_cell(x) for x in (row, r, c.status, c.agreement, "" if c.ratio is None else f"{c.ratio:.4g}",
+                                                       c.detail.replace("\n", " "))])
     return buf.getvalue()
 
 

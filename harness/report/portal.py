@@ -266,7 +266,9 @@ def _write_models(out_dir: Path, m: _Matrix, common: dict[str, Any]) -> None:
         for row, (_, rec) in newest.items():
             links[(col.key, str(rec.get("id")))] = m.links[(col, row)]
             recs.append(rec)
-        cols.append((col.key, col.machine, recs))
+        # torch-cpu's latency divides the latencies of the same machine and the same torch, executorch and torchao
+        # (a stack's first parts; the rest names each recipe's own backend packages)
+        cols.append((col.key, f"{col.machine}\0{col.device}\0{' · '.join(col.stack.split(' · ')[:3])}", recs))
     rows, cells = mod.cells(cols, lambda label, rec: links.get((label, str(rec.get("id"))), ""))
     meta = [c for c in m.col_meta if any(c["key"] in cells[r] for r in rows)]
     atomic_write_text(out_dir / "models.html", render("portal/models.html.j2", **common, rows=rows, cells=cells, columns=meta))

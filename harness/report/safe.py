@@ -63,3 +63,16 @@ def http_url(value: object) -> str:
     """A link target from a results file or a recipe: an http(s) URL without spaces (no ``javascript:``), else ""."""
     s = str(value or "").strip()
     return s if s.startswith(("https://", "http://")) and not any(c.isspace() for c in s) else ""
+
+
+def md_url(value: object) -> str:
+    """A link target to write into Markdown as ``[text](url)``: ``http_url``, and none of the characters that could
+    end the link or start markup (``( ) < > [ ] " ' ` \\``), else "": a results file cannot break out of the link."""
+    s = http_url(value)
+    return "" if any(c in s for c in "()<>[]\"'`\\") else s
+
+
+def csv_cell(text: object) -> str:
+    """A CSV cell a spreadsheet will not run: a leading ``= + - @`` (or tab, CR) gets a quote before it."""
+    s = str(text)
+    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s

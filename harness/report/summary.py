@@ -41,9 +41,11 @@ class RecipeSummary:
 
 def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, RecipeSummary]:
     out: dict[str, RecipeSummary] = {}
-    info = header.get("recipe_info") or {}
+    raw = header.get("recipe_info")
+    info: dict[str, Any] = raw if isinstance(raw, dict) else {}
     for name in header.get("recipes") or {}:
-        out[name] = RecipeSummary(name, unavailable=(info.get(name) or {}).get("unavailable"))
+        entry = info.get(name)  # an untrusted header: an entry that is not a mapping says nothing
+        out[name] = RecipeSummary(name, unavailable=entry.get("unavailable") if isinstance(entry, dict) else None)
     for rec in records:
         out.setdefault(rec["recipe"], RecipeSummary(rec["recipe"])).counts[status_of(rec)] += 1
     return out
