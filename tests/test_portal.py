@@ -202,7 +202,8 @@ def test_readme_tables(tmp_path: Path, runs_dir: Path) -> None:
     assert text.startswith("# Vendor\nkeep me: `<!-- bti:models:begin -->` quoted\n") and "\nmiddle\n" in text
     assert text.endswith("tail\n") and "old" not in text  # the quoted marker is prose, left alone
     assert text.count("<!-- bti:models:end -->") == 1 and text.count("<!-- bti:models:begin -->") == 2
-    assert "| model.mlp | — | ✅ |" in text  # portable ran no model: —
+    assert "| model | `xnnpack` |" in text and "| `model.mlp` | ✅ (top-1 100%) |" in text  # portable ran no model: no column
+    assert "- `xnnpack`:  ([setup](https://example.com/xnnpack-setup))" in text  # the setup notes under the table
     assert "| aten::convolution.default | ✅ 1/1 | ❌ 0/1 |" in text and "| aten::add.Tensor | ✅ 1/1 | ❌ 0/1 |" in text
     crlf = tmp_path / "crlf.md"
     crlf.write_bytes(b"a\r\n<!-- bti:ops:begin -->\r\n<!-- bti:ops:end -->\r\nb\r\n")

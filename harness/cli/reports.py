@@ -80,7 +80,8 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
     if readme:
         from harness.report.tables import update_readme
 
-        for name in update_readme(readme, latest):
+        info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}
+        for name in update_readme(readme, latest, info):
             paths[f"readme-{name}"] = readme
     if step_summary and "md" in paths:
         with step_summary.open("a", encoding="utf-8") as fh:

@@ -130,27 +130,40 @@ def setup_notes(info: dict[str, dict[str, Any]], labels: list[str]) -> list[str]
         i = i if isinstance(i, dict) else {}  # a results header is untrusted: a hostile one is ignored, never a traceback
         text = str((i.get("unavailable") and f"unavailable here: {i['unavailable']}") or i.get("description") or "")
         url = safe.md_url(i.get("setup"))
-        notes.append(f"- {safe.code(label)}: {safe.inline(text, 400)}" + (f" ([setup]({url}))" if url else ""))
+        notes.append(f"- {_name(label)}: {safe.inline(text, 400)}" + (f" ([setup]({url}))" if url else ""))
     return notes
 
 
-def render_md(records: list[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
+LEGEND = ("✅ passed · 🟡 passed, not (fully) delegated · ❌ failed, with the stage (❌ export: torch.export refused the "
+          "model, before any backend) · xfail: a known failure · ⏭️ skipped · ⛔ unavailable · —: not run. In brackets: "
+          "agreement with the CPU reference (token or top-1 agreement, else the worst absolute error) and latency as a "
+          f"multiple of `{BASE_RECIPE}`'s.")
+
+
+def _name(text: str) -> str:
+    """A model or recipe name in a cell: a code span, or escaped text when it holds ``<``/``>`` (a results file cannot
+    write an HTML comment, such as a README's table marker, even inside a code span)."""
+    return safe.inline(text, 120) if any(c in text for c in "<>") else safe.code(text, 120)
+
+
+def table_md(records: list[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
+    """The table, its legend, the pass counts and each recipe's setup notes (``models.md``'s body; the README's
+    ``bti:models`` block)."""
     recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
     rows, table = cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
-    out = ["# Models", "",
-           "Per model and recipe: ✅ passed · 🟡 passed, not (fully) delegated · ❌ failed, with the stage (❌ export: "
-           "torch.export refused the model, before any backend) · xfail: a known failure · "
-           "⏭️ skipped · ⛔ unavailable · —: not run. In brackets: agreement with the CPU reference (token or top-1 "
-           f"agreement, else the worst absolute error) and latency as a multiple of `{BASE_RECIPE}`'s.", ""]
     if not rows:
-        return "\n".join([*out, "_No model results._", ""])
-    out += ["| model | " + " | ".join(safe.code(r) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
+        return "_No model results._"
+    out = ["| model | " + " | ".join(_name(r) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
     for row in rows:
-        out.append(f"| {safe.code(row)} | " + " | ".join(c.text if (c := table[row].get(r)) else "—" for r in recipes) + " |")
+        out.append(f"| {_name(row)} | " + " | ".join(c.text if (c := table[row].get(r)) else "—" for r in recipes) + " |")
     passed = {r: sum(table[row][r].status in ("PASS", "PASS_UNDELEGATED") for row in rows if r in table[row]) for r in recipes}
-    out += ["", "Passed: " + " · ".join(f"{safe.code(r)} {passed[r]}/{len(rows)}" for r in recipes), "", "## Setup", "",
-            *setup_notes(info or {}, recipes), ""]
+    out += ["", LEGEND, "", "Passed: " + " · ".join(f"{_name(r)} {passed[r]}/{len(rows)}" for r in recipes), "",
+            "Setup:", "", *setup_notes(info or {}, recipes)]
     return "\n".join(out)
+
+
+def render_md(records: list[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
+    return "\n".join(["# Models", "", "Per model and recipe.", "", table_md(records, info), ""])
 
 
 def render_csv(records: list[Record]) -> str:

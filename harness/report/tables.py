@@ -1,6 +1,7 @@
 """Markdown support tables for a README, from results (torch-free), as oota's bot and llama.cpp's ``ops.md`` do.
 
-* the accelerator × model table: one row per model, one column per recipe, ✅ / ❌ / xfail;
+* the accelerator × model table: one row per model, one column per recipe, ✅ / ❌ / xfail with agreement with the CPU
+  reference and latency relative to torch-cpu, and each recipe's setup notes (``harness.report.models``);
 * the op × backend table: one row per operator, ✅ every item of the op passed delegated, 🟡 some
   passed (or ran, undelegated), ❌ none passed.
 
@@ -16,6 +17,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UserError
 from harness.report import safe
@@ -45,11 +47,6 @@ def _table(records: list[Record], head: str, key: Callable[[Record], str | None]
     return "\n".join([*lines, "", legend])
 
 
-def _model_cell(sts: list[Status]) -> str:
-    worst = next((s for s in sts if s.is_failure), None) or next((s for s in sts if s is Status.XFAIL), None) or sts[0]
-    return worst.group.symbol + (f" {sum(s.is_pass for s in sts)}/{len(sts)}" if len(sts) > 1 else "")
-
-
 def _op_cell(sts: list[Status]) -> str:
     ran = [s for s in sts if not s.did_not_run]
     if not ran:
@@ -59,10 +56,12 @@ def _op_cell(sts: list[Status]) -> str:
     return f"{'✅' if full == len(ran) else '🟡' if passed else '❌'} {passed}/{len(ran)}"
 
 
-def models_table(records: list[Record]) -> str:
-    return _table(records, "model", lambda r: None if r.get("op") else str(r.get("case") or r["id"]), _model_cell,
-                  "_No model results._", "✅ passed · 🟡 passed, not (fully) delegated · ❌ failed · xfail: a known failure · "
-                  "—: not run. With several dtype/shape variants: passed/total.")
+def models_table(records: list[Record], info: dict[str, Any] | None = None) -> str:
+    """The model table of ``bti report --models`` (``harness.report.models``): outcomes with agreement with the CPU
+    reference and latency relative to torch-cpu, and each recipe's setup notes."""
+    from harness.report import models
+
+    return models.table_md(records, info)
 
 
 def ops_table(records: list[Record]) -> str:
@@ -80,7 +79,7 @@ def replace_between(text: str, begin: str, end: str, body: str) -> tuple[str, bo
     return text[: m.start()] + begin + nl + body.replace("\n", nl) + nl + end + text[m.end():], True
 
 
-def update_readme(path: Path, records: list[Record]) -> list[str]:
+def update_readme(path: Path, records: list[Record], info: dict[str, Any] | None = None) -> list[str]:
     """Fill every marker pair ``path`` holds; returns the tables written. One line (exit 2) when the file
     cannot be read or holds no marker pair."""
     try:
@@ -89,7 +88,7 @@ def update_readme(path: Path, records: list[Record]) -> list[str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read the README: {getattr(exc, 'strerror', None) or exc}") from None
     done = []
-    for name, render in (("models", models_table), ("ops", ops_table)):
+    for name, render in (("models", lambda recs: models_table(recs, info)), ("ops", ops_table)):
         begin, end = MARKERS[name]
         text, found = replace_between(text, begin, end, render(records))
         if found:
