@@ -59,12 +59,16 @@ def test_the_sizes_file_is_what_the_meta_device_measures() -> None:
 
 
 def test_a_model_declaring_more_memory_than_a_worker_may_use_is_skip_with_both_figures(bti, tmp_path: Path) -> None:
-    res = bti("run", "-s", "zoo", "-r", "torch-cpu", "-k", "zoo.huggingface.openai_gpt-oss-20b", "-k", "zoo.torchbench.yolov3",
-              "--worker-memory", "20", "-o", str(tmp_path), "--no-reuse", "--no-report")
+    res = bti("run", "-s", "zoo", "-r", "torch-cpu", "-r", "xnnpack", "-k", "zoo.huggingface.openai_gpt-oss-20b",
+              "-k", "zoo.torchbench.yolov3", "--worker-memory", "20", "-o", str(tmp_path), "--no-reuse", "--no-report")
     assert res.code == 0, res.err
-    recs = {r["case"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:])}
-    big = recs["zoo.huggingface.openai_gpt-oss-20b"]
+    all_recs = list(map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:]))
     need = load_suites(["zoo"])
+    lowered = next(r for r in all_recs if r["recipe"] == "xnnpack" and r["case"] == "zoo.huggingface.openai_gpt-oss-20b")
+    declared = next(c.spec["memory_gb"] for c in need if c.id == lowered["case"])  # a lowering backend: the larger figure
+    assert lowered["status"] == "SKIP" and f"needs about {declared:g} GB per worker (declared: memory_gb for executorch)" in lowered["detail"]
+    recs = {r["case"]: r for r in all_recs if r["recipe"] == "torch-cpu"}
+    big = recs["zoo.huggingface.openai_gpt-oss-20b"]
     declared = next(c.spec["memory_gb_by_backend"]["torch-eager"] for c in need if c.id == big["case"])
     assert big["status"] == "SKIP" and f"needs about {declared:g} GB per worker (declared: memory_gb for torch-eager)" in big["detail"]
     assert "limit of 20 GB" in big["detail"]
@@ -80,6 +84,16 @@ def test_a_worker_past_the_memory_limit_is_killed_and_its_item_says_out_of_memor
     assert recs and res.code == 1
     assert all(r["status"] == "CRASH" and "out of memory: the worker's RSS reached" in r["detail"]
                and "limit of 0.2 GB" in r["detail"] for r in recs), [r["detail"] for r in recs]
+
+
+def test_the_default_worker_memory_limit_shares_90_percent_of_ram_among_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.env
+    from harness.settings import resolve
+
+    monkeypatch.setattr(harness.env, "total_memory_gb", lambda: 24.0)
+    assert resolve({}).worker_memory_limit_gb(2) == 10.8 and resolve({}).worker_memory_limit_gb(1) == 21.6
+    assert resolve({"BTI_WORKER_MEMORY_GB": "5"}).worker_memory_limit_gb(4) == 5.0  # the setting, whatever the jobs
+    assert resolve({}, worker_memory_gb=3.0).worker_memory_limit_gb(1) == 3.0  # the flag wins
 
 
 def test_settings_refuse_a_bad_worker_memory_in_one_line(bti) -> None:
