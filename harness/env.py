@@ -72,6 +72,23 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+SCRATCH_PREFIX = "bti-lower-"  # a worker's scratch directories: bti-lower-<pid>-<random> in the system temp directory
+
+
+def scratch_prefix(pid: int | None = None) -> str:
+    return f"{SCRATCH_PREFIX}{os.getpid() if pid is None else pid}-"
+
+
+def remove_scratch(pid: int) -> None:
+    """Remove what a dead worker left in the temp directory (killed mid-lowering: its own clean-up never ran)."""
+    import glob
+    import shutil
+    import tempfile
+
+    for path in glob.glob(os.path.join(glob.escape(tempfile.gettempdir()), glob.escape(scratch_prefix(pid)) + "*")):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def total_memory_gb() -> float:
     """This machine's RAM in GiB (psutil; a cgroup v2 limit below it wins, as in a container)."""
     import psutil

@@ -159,3 +159,35 @@ def test_the_portal_models_page_links_each_cell_to_its_item(tmp_path: Path, bti)
     links = [ln.split("#")[0] for ln in re.findall(r'href="(items/[^"]+)"', page)]
     assert len(links) == 5 and all((tmp_path / "site" / link).is_file() for link in links)
     assert "0.25× cpu" in page and 'href="https://example.com/xnnpack-setup"' in page
+
+
+def test_a_killed_workers_scratch_directory_is_removed_by_pid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed mid-lowering (out of memory, timeout) never runs its own clean-up: its scratch directory is named
+    by its pid, and the pool removes it when it reaps the worker (``Pool._remove`` calls ``remove_scratch``)."""
+    import multiprocessing as mp
+    import os
+    import signal
+    import tempfile
+
+    from harness.backends.executorch import scratch_tempdir
+    from harness.env import remove_scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def child(conn) -> None:  # lowering, as far as the temp directory can tell
+        with scratch_tempdir() as scratch:
+            (scratch / "model.mlpackage").write_text("x" * 1000)
+            conn.send(str(scratch))
+            signal.pause()
+
+    parent, end = mp.get_context("fork").Pipe()
+    proc = mp.get_context("fork").Process(target=child, args=(end,))
+    proc.start()
+    scratch = Path(parent.recv())
+    other = tmp_path / f"bti-lower-{os.getpid()}-keep"  # another live process's scratch stays
+    other.mkdir()
+    proc.kill()
+    proc.join()
+    assert scratch.is_dir() and scratch.name.startswith(f"bti-lower-{proc.pid}-")  # the kill left it behind
+    remove_scratch(proc.pid)
+    assert not scratch.exists() and other.is_dir()

@@ -45,7 +45,9 @@ def scratch_tempdir() -> Iterator[Path]:
     temporary files behind (coremltools left one ``tmp*.mlpackage`` per item in the system temp directory: 322 from
     360 ops), and a sweep of thousands of items must not fill the runner's disk."""
     previous = tempfile.tempdir
-    scratch = tempfile.mkdtemp(prefix="bti-lower-")
+    from harness.env import scratch_prefix
+
+    scratch = tempfile.mkdtemp(prefix=scratch_prefix())  # named by this worker's pid: the pool removes it if the worker dies
     tempfile.tempdir = scratch
     try:
         yield Path(scratch)

@@ -29,7 +29,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from harness.cases.case import Item
-from harness.env import peak_rss_mb, process_rss_mb, rss_mb
+from harness.env import peak_rss_mb, process_rss_mb, remove_scratch, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
 from harness.status import Status
@@ -218,6 +218,8 @@ class Pool:
         if w in self.workers:
             self.workers.remove(w)
         w.conn.close()
+        if not w.proc.is_alive():  # killed, crashed or retired: what it had under way in the temp directory goes too
+            remove_scratch(w.proc.pid)
 
     def shutdown(self) -> None:
         for w in list(self.workers):
