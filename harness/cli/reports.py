@@ -13,7 +13,7 @@ from harness.cli.options import compare_opts, read_results_file, thresholds, wit
 from harness.errors import UserError
 
 
-def _tables(latest: list[Any], header: Any, out_dir: Path, support: bool, models: bool) -> dict[str, Path]:
+def _tables(latest: list[Any], info: dict[str, Any], out_dir: Path, support: bool, models: bool) -> dict[str, Path]:
     """support.md/csv (operator × recipe) and models.md/csv (model × recipe), as asked."""
     from harness.results import atomic_write_text
 
@@ -26,7 +26,6 @@ def _tables(latest: list[Any], header: Any, out_dir: Path, support: bool, models
     if models:
         from harness.report import models as mod
 
-        info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}
         texts += [("models.md", mod.render_md(latest, info)), ("models.csv", mod.render_csv(latest))]
     for name, text in texts:
         atomic_write_text(out_dir / name, text)
@@ -76,11 +75,11 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
         from harness.report import coverage as cov
 
         paths.update(cov.write(latest, out_dir))
-    paths.update(_tables(latest, header, out_dir, support, models))
+    info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}  # untrusted: a mapping or nothing
+    paths.update(_tables(latest, info, out_dir, support, models))
     if readme:
         from harness.report.tables import update_readme
 
-        info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}
         for name in update_readme(readme, latest, info):
             paths[f"readme-{name}"] = readme
     if step_summary and "md" in paths:

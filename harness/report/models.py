@@ -72,9 +72,10 @@ def _latency(rec: Record) -> float | None:
 
 
 def _agreement(rec: Record) -> str:
-    acc = rec.get("accuracy") if isinstance(rec.get("accuracy"), dict) else {}
+    raw = rec.get("accuracy")
+    acc: dict[str, Any] = raw if isinstance(raw, dict) else {}
     for key, name in (("next_token_agreement", "tokens"), ("top1_agreement", "top-1")):
-        value = as_float(acc.get(key)) if isinstance(acc, dict) else None
+        value = as_float(acc.get(key))
         if value is not None:
             return f"{name} {100 * value:.0f}%"
     worst = []
@@ -87,7 +88,8 @@ def _agreement(rec: Record) -> str:
 
 
 def is_model(rec: Record) -> bool:
-    return not rec.get("op") and "kind" in rec and rec.get("kind") not in ("op", "pair", "opdiff", "opdiff-pair", "opinfo")
+    """A whole model's record: one without an operator (the portal's and the README tables' rule)."""
+    return not rec.get("op")
 
 
 def cells(columns: list[tuple[str, str, list[Record]]], link: Callable[[str, Record], str] | None = None
@@ -146,11 +148,16 @@ def _name(text: str) -> str:
     return safe.inline(text, 120) if any(c in text for c in "<>") else safe.code(text, 120)
 
 
+def _by_recipe(records: list[Record]) -> tuple[list[str], list[str], dict[str, dict[str, Cell]]]:
+    """One run's records as columns by recipe: the recipes, then ``cells``' rows and table."""
+    recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
+    return recipes, *cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
+
+
 def table_md(records: list[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
     """The table, its legend, the pass counts and each recipe's setup notes (``models.md``'s body; the README's
     ``bti:models`` block)."""
-    recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
-    rows, table = cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
+    recipes, rows, table = _by_recipe(records)
     if not rows:
         return "_No model results._"
     out = ["| model | " + " | ".join(_name(r) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
@@ -167,8 +174,7 @@ def render_md(records: list[Record], info: dict[str, dict[str, Any]] | None = No
 
 
 def render_csv(records: list[Record]) -> str:
-    recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
-    rows, table = cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
+    recipes, rows, table = _by_recipe(records)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["model", "recipe", "status", "agreement", "latency_ratio_to_cpu", "detail"])

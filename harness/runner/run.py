@@ -209,6 +209,7 @@ def _settle_all(opts: RunOptions, p: _Plan, header: Header,
     from harness.cases.suite import check_ops
 
     unavailable = {name: info["unavailable"] for name, info in header["recipe_info"].items()}
+    memory_gb = opts.settings.worker_memory_limit_gb(opts.jobs)  # once: it reads the machine's RAM
     done: set[str] = set()
     previous: list[Record] = []  # --resume: what the earlier run recorded (the control's, the baseline's status)
     writer: ResultsWriter | None = None
@@ -227,7 +228,7 @@ def _settle_all(opts: RunOptions, p: _Plan, header: Header,
                     continue
                 rec = _settle(item, p.recipes[item.recipe], unavailable, None if opts.bundle_dir else cache, header["run_id"],
                               p.control, reuse_failures=not opts.rerun_failures, skips=opts.skips,
-                              memory_gb=opts.settings.worker_memory_limit_gb(opts.jobs))
+                              memory_gb=memory_gb)
                 if rec is None:
                     pending.append(item)
                 else:

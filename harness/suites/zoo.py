@@ -33,6 +33,8 @@ limit is SKIP with both figures, never killed half-way.
 
 from __future__ import annotations
 
+import argparse
+import functools
 import hashlib
 import importlib
 import json
@@ -290,8 +292,8 @@ MODELS: tuple[ZooModel, ...] = (
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
 REQUIRES = {"hf": ["transformers"], "timm": ["timm"], "tv": ["torchvision"], "tv-detection": ["torchvision"], "pyg": ["torch_geometric"]}
-GRAPH = (1000, 10000)
-ESTIMATE_CAP = 600.0  # seconds: the default item timeout  # nodes, edges of the random graph the GNN rows run on
+GRAPH = (1000, 10000)  # nodes, edges of the random graph the GNN rows run on
+ESTIMATE_CAP = 600.0  # seconds: the default item timeout
 
 
 def sizes() -> dict[str, dict[str, Any]]:
@@ -377,6 +379,11 @@ def _model(m: ZooModel) -> Any:
     return getattr(importlib.import_module(module), attr)(**m.config)
 
 
+def _vocab(config: Any) -> int:
+    """The vocabulary size of a text model's config (a multimodal config keeps it in its ``text_config``)."""
+    return int(getattr(getattr(config, "text_config", None) or config, "vocab_size", 30000))
+
+
 def _input_size(m: ZooModel, model: Any) -> list[int]:
     if m.builder == "timm":  # dynamo evaluates at the test size (resolve_data_config(use_test_size=not training))
         cfg = model.pretrained_cfg
@@ -402,8 +409,7 @@ def measure_sizes(models: tuple[ZooModel, ...] = MODELS) -> dict[str, dict[str, 
             model = _model(m)
         out[m.id] = {"params": sum(p.numel() for p in model.parameters()), "input": _input_size(m, model)}
         if m.task == "lm":  # the logits: a value per position and vocabulary entry
-            text = getattr(model.config, "text_config", None) or model.config
-            out[m.id]["outputs"] = m.seq * int(text.vocab_size)
+            out[m.id]["outputs"] = m.seq * _vocab(model.config)
         del model
     return out
 
@@ -425,7 +431,7 @@ def build(case: Case, axes: Any, seed: int) -> Any:
 def _inputs(m: ZooModel, model: Any, g: Any) -> tuple[Any, ...]:
     import torch
 
-    if m.builder in ("timm", "tv"):
+    if m.builder in ("timm", "tv") or m.inputs == "audio":
         return (torch.randn(1, *_input_size(m, model), generator=g),)
     if m.builder == "tv-detection":
         return ([torch.rand(3, 224, 224, generator=g)],)
@@ -433,11 +439,7 @@ def _inputs(m: ZooModel, model: Any, g: Any) -> tuple[Any, ...]:
         nodes, edges = GRAPH
         return (torch.randn(nodes, int(m.config["in_channels"]), generator=g), torch.randint(0, nodes, (2, edges), generator=g))
     config = model.config
-    if m.inputs == "audio":
-        return (torch.randn(1, *_input_size(m, model), generator=g),)
-    text = getattr(config, "text_config", None) or config
-    vocab = int(getattr(text, "vocab_size", 30000))
-    high = 1 if m.inputs == "zeros" else vocab  # dynamo feeds RoBERTa randint(0, 1)
+    high = 1 if m.inputs == "zeros" else _vocab(config)  # dynamo feeds RoBERTa randint(0, 1)
     ids = torch.randint(0, high, (1, m.seq), generator=g)
     if m.inputs == "clip":
         side = int(config.vision_config.image_size)
@@ -447,7 +449,8 @@ def _inputs(m: ZooModel, model: Any, g: Any) -> tuple[Any, ...]:
     return (ids,)
 
 
-def _wrapped_class() -> Any:
+@functools.cache
+def _wrapped_class() -> Any:  # made once, on first use: torch is imported lazily
     import torch
 
     class Wrapped(torch.nn.Module):
@@ -481,7 +484,7 @@ def _wrapped_class() -> Any:
     return Wrapped
 
 
-def _wrap(inner: Any, m: ZooModel) -> Any:  # the class is made on first use: torch is imported lazily
+def _wrap(inner: Any, m: ZooModel) -> Any:
     return _wrapped_class()(inner, m)
 
 
@@ -501,11 +504,12 @@ def main(argv: list[str]) -> int:
     """``python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl]``: measure every buildable model on the meta
     device, add each case's measured seconds per item from a sweep's results (kept from the file otherwise), rewrite
     ``zoo_sizes.json`` and print the zoo's size."""
-    if argv[:1] != ["--sizes"] or len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != "--costs"):
-        print("usage: python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl]", file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(prog="python -m harness.suites.zoo")
+    parser.add_argument("--sizes", action="store_true", required=True, help="measure and rewrite zoo_sizes.json")
+    parser.add_argument("--costs", type=Path, metavar="RESULTS.jsonl", help="a sweep's results: each model's seconds per item")
+    args = parser.parse_args(argv)  # a bad command line: usage and exit 2
     old = sizes()
-    costs = measured_costs(Path(argv[2])) if len(argv) == 3 else {}
+    costs = measured_costs(args.costs) if args.costs else {}
     measured = measure_sizes()
     for key, entry in measured.items():
         seconds = costs.get(key, old.get(key, {}).get("seconds"))
