@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from harness.env import peak_rss_mb, rss_mb
 from harness.errors import UserError, first_line
-from harness.metrics import compare, latency_stats
+from harness.judge import compare, to_numpy
+from harness.metrics import latency_stats
 from harness.providers import SCALAR_TYPES as _SCALAR_TYPES
 
 
@@ -123,13 +123,6 @@ def _reference_outputs(reference: Path, inputs: list[Any]) -> list[Any]:
     with torch.no_grad():
         out = ep.module()(*inputs)
     return [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
-
-
-def _np(values: list[Any]) -> list[NDArray[Any]]:
-    import torch
-
-    return [v.detach().to(torch.float64).numpy() if isinstance(v, torch.Tensor) and v.is_floating_point()
-            else np.asarray(v.detach().numpy() if isinstance(v, torch.Tensor) else v) for v in values]
 
 
 @dataclass
@@ -390,13 +383,13 @@ def _check_accuracy(run: _Runner, sub: Subject, res: dict[str, Any], tol: dict[s
     crit, source = criteria(tol, recipe, sub)  # each program by its own criteria (its own card)
     checks: list[dict[str, Any]] = []
     for idx, (case_inputs, expected) in enumerate(sub.cases or []):
-        verdict = compare(_np(run.outputs(sub, case_inputs)), _np(expected), crit)
+        verdict = compare([to_numpy(v) for v in run.outputs(sub, case_inputs)], [to_numpy(v) for v in expected], crit)
         entry: dict[str, Any] = {"case": idx, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats}
         if run.in_process and ("atol" in crit or "rtol" in crit):  # the runtime's own check takes atol/rtol only
             entry["runtime_verified"] = _runtime_verify(sub.buf, run.method, idx, crit.get("rtol", 0.0), crit.get("atol", 0.0))
         checks.append(entry)
     if not sub.cases and reference is not None:
-        verdict = compare(_np(sub.outputs or []), _np(_reference_outputs(reference, inputs)), crit)
+        verdict = compare([to_numpy(v) for v in sub.outputs or []], [to_numpy(v) for v in _reference_outputs(reference, inputs)], crit)
         checks.append({"case": 0, "ok": verdict.ok, "message": verdict.message, "outputs": verdict.stats})
     if checks:
         res["accuracy"] = {**crit, "criteria": crit, "from": source, "cases": checks}
@@ -409,7 +402,7 @@ def _ab(first: dict[str, Any], second: dict[str, Any], subjects: list[Subject], 
     else B's (the candidate: an int8 B is held to its SQNR floor, not to the fp32 A's atol)."""
     a, b = subjects
     crit, _ = criteria(tol, recipe, b)
-    agreement = compare(_np(b.outputs or []), _np(a.outputs or []), crit)
+    agreement = compare([to_numpy(v) for v in b.outputs or []], [to_numpy(v) for v in a.outputs or []], crit)
     ratio, lo, hi = ratio_ci(a.samples or [], b.samples or [])
     first["ab"] = {"b": second, "ratio_b_over_a": ratio, "ci95": [lo, hi],
                    "agreement": {"ok": agreement.ok, "message": agreement.message, "criteria": crit,

@@ -86,6 +86,7 @@ class Record(TypedDict, total=False):
     artifacts: dict[str, str]  # with `bti run --bundle`: {"pte": "programs/<item>.pte", "bpte": ...} or "bpte_skipped": why
     outputs: list[OutputStats]
     tolerance: dict[str, Any]  # the criteria the outputs were held to
+    reference: str  # what they were held to: eager, fp64, quantized (the quantized program), baseline (harness.judge)
     accuracy: dict[str, Any]  # model-level metrics (top-1 agreement ...)
     latency_ms: dict[str, float]  # median, p90, min, repeats
     load_ms: float

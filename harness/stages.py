@@ -26,20 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
-from numpy.typing import NDArray
-
 from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
-from harness.metrics import DYNAMO_TOL, compare, dynamo_rule, latency_stats, opdiff_diff
+from harness.judge import Comparison, QuantizedReference, comparable, compare, judge, leaves, same_tensor, to_numpy, tolerance
+from harness.metrics import latency_stats, opdiff_diff
 from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
 from harness.status import Stage, Status
-from harness.suites import case_judgement, is_model_kind
-from harness.verdict import Comparison, ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
+from harness.suites import is_model_kind
+from harness.verdict import ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
 
 T = TypeVar("T")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -99,56 +97,6 @@ class StageLog:
         return value
 
 
-def _to_numpy(value: Any) -> NDArray[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        t = _comparable(value.detach().cpu())
-        if t.is_complex():  # compare real and imaginary parts as a trailing dim of 2
-            t = torch.view_as_real(t.resolve_conj())
-        return np.asarray(t.contiguous().numpy())
-    return np.asarray(value)
-
-
-def same_tensor(x: Any, y: Any) -> bool:
-    """Bit for bit equal, for any dtype and layout (torch.equal lacks some: complex32, the bfloat complex)."""
-    import torch
-
-    x, y = _comparable(x), _comparable(y)
-    try:
-        return bool(torch.equal(x, y))
-    except (RuntimeError, TypeError):
-        return x.shape == y.shape and bool(torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)))
-
-
-def _comparable(t: Any) -> Any:
-    """A tensor numpy and torch.equal can take: dense, and widened from the dtypes they lack (bfloat16, float8,
-    complex32, the wide unsigned ints) without changing a value, but for uint64 above 2**53 (as float64)."""
-    import torch
-
-    if t.layout != torch.strided:
-        t = t.to_dense()
-    if t.dtype == torch.complex32:
-        return t.to(torch.complex64)
-    if t.is_floating_point() and t.dtype not in (torch.float16, torch.float32, torch.float64):
-        return t.float()  # bfloat16, float8_*: every value is a float32
-    if t.dtype in (torch.uint16, torch.uint32, torch.uint64):
-        return t.to(torch.float64) if t.dtype == torch.uint64 else t.to(torch.int64)
-    return t
-
-
-def _dtype_name(value: Any) -> str:
-    import torch
-
-    return str(value.dtype).replace("torch.", "") if isinstance(value, torch.Tensor) else type(value).__name__
-
-
-def _leaves(out: Any) -> list[Any]:
-    import torch.utils._pytree as pytree
-
-    return [leaf for leaf in pytree.tree_leaves(out) if leaf is not None]
-
-
 def reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
     import copy
 
@@ -163,8 +111,8 @@ def reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
             def cast(t: Any) -> Any:
                 return t.to(up) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
 
-            return _leaves(copy.deepcopy(built.module).to(up)(*[cast(t) for t in inputs]))
-        return _leaves(built.module(*inputs))
+            return leaves(copy.deepcopy(built.module).to(up)(*[cast(t) for t in inputs]))
+        return leaves(built.module(*inputs))
 
 
 class Group:
@@ -251,7 +199,7 @@ class Group:
 
             try:
                 with torch.no_grad():
-                    self._fp64 = _leaves(copy_module(self.built.module).to(torch.float64)(*[up(t) for t in clone_inputs(self.built.run)]))
+                    self._fp64 = leaves(copy_module(self.built.module).to(torch.float64)(*[up(t) for t in clone_inputs(self.built.run)]))
             except Exception as exc:  # a module that cannot run in float64: the rule has its allclose arm only
                 self._fp64 = []
                 self.fp64_error = f"{type(exc).__name__}: {first_line(str(exc))[:200]}"
@@ -283,7 +231,7 @@ def changed_inputs(after: tuple[Any, ...], before: tuple[Any, ...]) -> list[int]
         if x.shape != y.shape or x.dtype != y.dtype:
             out.append(i)
             continue
-        x, y = _comparable(x), _comparable(y)
+        x, y = comparable(x), comparable(y)
         if not same_tensor(x, y) and not _equal_nan(x, y):
             out.append(i)
     return out
@@ -344,7 +292,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
         ratio = round(median / side_b.median_ms, 4) if median and side_b.median_ms else None
         facts["baseline"] = {"pair_b": side_b.recipe[5:], "status": side_b.status, "latency_ratio": ratio,
                              "b_latency_ms": side_b.median_ms, "judged": False, "b_op": _side_op(item.case, "b"), "b_times_ms": side_b.times_ms,
-                             "diff": opdiff_diff([_to_numpy(o) for o in outs], [_to_numpy(o) for o in side_b.outputs])
+                             "diff": opdiff_diff([to_numpy(o) for o in outs], [to_numpy(o) for o in side_b.outputs])
                              if "comparison" in facts else None}
     elif refs is not None:
         ratio = round(median / refs.median_ms, 4) if median and refs.median_ms else None
@@ -425,12 +373,13 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     meter = PeakMeter()
     memory: dict[str, float] = {}
     deterministic: bool | None = None  # model cases: did a second run give the same outputs
+    quantized: Any = None  # the quantized program: its eager run is the reference (harness.judge)
     start = meter.start()
     try:
         ep = group.ep
         built = group.fresh_built()
         if recipe.quantized and Stage.QUANTIZE in backend.stages:
-            ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
+            ep = quantized = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
         if stats is not None:
             facts["partition"] = stats
@@ -470,7 +419,10 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     rule = str(recipe.accuracy.rule or backend.accuracy_rule or "allclose")
 
     def compare_all() -> Comparison:
-        comparison = _compare(item, recipe, group, outs, refs, rule, deterministic)
+        qref = None
+        if quantized is not None and refs is None:
+            qref = _quantized_reference(backend, recipe, quantized, group)
+        comparison = judge(item, recipe, group, outs, refs, rule, deterministic, qref)
         more = group.built.more_runs  # with --baseline too: further sets are held to eager (the baseline ran set 0)
         if more:
             comparison = _compare_more(backend, handle, group, comparison, outs, more, facts)
@@ -482,12 +434,21 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
                                             group.ref, outs)
 
 
+def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group: Group) -> QuantizedReference:
+    """The quantized program run in eager PyTorch on the item's inputs (the backend's hook); its own failure is
+    said in the record, and the judge falls back to fp32."""
+    try:
+        return backend.quantized_reference(recipe, quantized, clone_inputs(group.built.run))
+    except Exception as exc:
+        return QuantizedReference(error=f"{type(exc).__name__}: {first_line(str(exc))[:200]}")
+
+
 def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Comparison, outs: list[Any],
                   more: tuple[tuple[Any, ...], ...], facts: dict[str, Any]) -> Comparison:
     """Further sampled input sets (opdiff's ``--num-sampled-inputs``): each runs once on the loaded program and is held
     to the same tolerance against its own eager reference; each set's difference is recorded (``sampled_inputs``)."""
     problems = [comparison.message] if not comparison.ok else []
-    sets = [opdiff_diff([_to_numpy(r) for r in group.ref], [_to_numpy(o) for o in outs])]
+    sets = [opdiff_diff([to_numpy(r) for r in group.ref], [to_numpy(o) for o in outs])]
     for i, inputs in enumerate(more, start=1):
         try:
             got = list(backend.execute(handle, clone_inputs(inputs), 0, 1)[0])
@@ -496,7 +457,7 @@ def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Compa
             problems.append(f"input set {i}: {type(exc).__name__}: {first_line(str(exc))[:300]}")
             sets.append({"ok": False, "code": "RUN_FAILED", "msg": first_line(str(exc))[:300]})
             continue
-        got_np, want_np = [_to_numpy(o) for o in got], [_to_numpy(r) for r in want]
+        got_np, want_np = [to_numpy(o) for o in got], [to_numpy(r) for r in want]
         verdict = compare(got_np, want_np, dict(comparison.tolerance))
         sets.append(opdiff_diff(want_np, got_np))
         if not verdict.ok:
@@ -569,86 +530,6 @@ def _runs_twice_identically(backend: Backend, handle: Any, group: Group, outs: l
         elif a != b:
             return False
     return True
-
-
-def tolerance(item: Item, recipe: Recipe, group: Group) -> dict[str, Any]:
-    """What the item's outputs are held to: the recipe's for the dtype, with the case's own where it does not
-    quantize (a quantized recipe keeps only the case's shape-only rule)."""
-    tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
-    case_tol = dict(group.case_tolerance)
-    own = getattr(case_judgement(item.case, item.axes.dtype, recipe), "tolerance", None)
-    for key, value in (own or {}).items():  # the case source's override (OpInfo's) widens, never narrows
-        case_tol[key] = max(float(value), float(tol.get(key) or 0.0), float(case_tol.get(key) or 0.0))
-    if group.built is not None and getattr(group.built, "random_outputs", False):
-        case_tol["shape_only"] = True  # it draws random numbers: shapes and dtypes are the contract
-    if not recipe.quantized:
-        tol.update(case_tol)
-    elif case_tol.get("shape_only"):
-        tol["shape_only"] = True
-    return tol
-
-
-def _compare(item: Item, recipe: Recipe, group: Group, outs: list[Any], baseline: Baseline | None = None,
-             rule: str = "allclose", deterministic: bool | None = None) -> Comparison:
-    refs = group.ref if baseline is None else baseline.outputs
-    tol = tolerance(item, recipe, group)
-    dtypes = None
-    if not group.built.ref_dtype or baseline is not None:
-        dtypes = [(_dtype_name(o), _dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
-    verdict = compare([_to_numpy(o) for o in outs], [_to_numpy(r) for r in refs], tol, dtypes)
-    ok, message = verdict.ok, verdict.message
-    accuracy: dict[str, Any] = {}
-    model = is_model_kind(item.case.kind)
-    if model and rule == "dynamo" and baseline is None and not recipe.quantized and not tol.get("shape_only") \
-            and not verdict.structural:
-        # under autocast the device computes in the autocast dtype: its tolerance and multiplier (dynamo's --amp)
-        compute = str(getattr(recipe.options, "autocast", None) or item.axes.dtype)
-        ok, message, accuracy = _dynamo(compute, group, outs, refs)
-        tol = {"rule": "dynamo", "tol": DYNAMO_TOL.get(compute, 1e-4)}
-    task = getattr(group.built, "task", None)
-    if task and verdict.stats and len(outs) == len(refs):
-        accuracy.update(_agreement(task, _to_numpy(outs[0]), _to_numpy(refs[0])))
-        agree = accuracy.get("top1_agreement", accuracy.get("next_token_agreement"))
-        floor = recipe.accuracy.top1
-        if floor is not None and agree is not None and agree < floor:
-            ok, message = False, "; ".join(filter(None, [message, f"{'top-1' if task == 'classifier' else 'next-token'} agreement "
-                                                                  f"{agree:.4g} < {floor:g} (accuracy.top1)"]))
-    if deterministic is not None:
-        accuracy["deterministic"] = deterministic
-        if recipe.accuracy.deterministic and not deterministic:
-            ok, message = False, "; ".join(filter(None, [message, "two runs on the device gave different outputs (accuracy.deterministic)"]))
-    return Comparison(ok, message, tuple(verdict.stats), tol, accuracy or None)
-
-
-def _dynamo(compute: str, group: Group, outs: list[Any], refs: list[Any]) -> tuple[bool, str, dict[str, Any]]:
-    """Every output held to dynamo's benchmark rule (``metrics.dynamo_rule``) at the tolerance of the dtype the
-    device computed in; which rule passed is recorded."""
-    fp64 = group.fp64_reference()
-    tol = DYNAMO_TOL.get(compute, 1e-4)
-    results = []
-    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
-        f = _to_numpy(fp64[i]) if fp64 is not None and i < len(fp64) else None
-        low = compute in ("float16", "bfloat16")
-        results.append(dynamo_rule(_to_numpy(o), _to_numpy(r), f, tol, compute if low else _dtype_name(o)))
-    ok = all(x["pass"] for x in results)
-    rules = {x["rule"] for x in results}
-    acc: dict[str, Any] = {"rule": "none" if not ok else "rmse" if "rmse" in rules else "allclose", "rule_tol": tol}
-    if fp64 is None:  # never silent: the RMSE arm could not be tried
-        acc["fp64_reference"] = f"none ({group.fp64_error or 'no floating-point outputs'}): allclose only"
-    rmses = [(x["rmse"], x["rmse_cpu"], x["multiplier"]) for x in results if "rmse" in x]
-    if rmses:
-        worst = max(rmses, key=lambda t: t[0] - t[2] * t[1])
-        acc.update({"rmse": worst[0], "rmse_cpu": worst[1], "multiplier": worst[2]})
-    why = "; ".join(f"output[{i}]: {x.get('why', 'mismatch')}" for i, x in enumerate(results) if not x["pass"])
-    return ok, (f"dynamo accuracy rule: {why}" if why else ""), acc
-
-
-def _agreement(task: str, out: NDArray[Any], ref: NDArray[Any]) -> dict[str, Any]:
-    if out.shape != ref.shape or out.ndim == 0:
-        return {}
-    agree = float(np.mean(np.argmax(out, axis=-1) == np.argmax(ref, axis=-1)))
-    key = "top1_agreement" if task == "classifier" else "next_token_agreement"
-    return {key: round(agree, 6)}
 
 
 _WARMED: set[tuple[str, str]] = set()  # (backend, options) already warmed in this process

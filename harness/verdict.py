@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import first_line
+from harness.judge import Comparison
 from harness.status import DEVICE_FAILURES, Stage, Status
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 from harness.results import SCHEMA
 
-TRIAGE = ("upstream", "backend", "infra", "flake")
+TRIAGE = ("upstream", "backend", "quantizer", "infra", "flake")
 
 
 @dataclass(frozen=True)
@@ -63,15 +64,6 @@ class StageOutcome:
     @property
     def failed(self) -> bool:
         return self.error is not None or self.fault is not None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    ok: bool
-    message: str
-    outputs: tuple[Mapping[str, Any], ...]
-    tolerance: Mapping[str, Any]
-    accuracy: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,7 +145,8 @@ def decide(item: Item, recipe: Recipe, outcome: Outcome, run_id: str, attempt: i
     rec["detail"] = (outcome.detail_prefix + detail)[:1000] if outcome.detail_prefix else detail
     if xfail is not None:
         rec["xfail"] = xfail
-    hint = triage(status, outcome.control, recipe.name == control_recipe)
+    owner = outcome.comparison.owner if outcome.comparison is not None else None
+    hint = triage(status, outcome.control, recipe.name == control_recipe, owner)
     if hint:
         rec["triage"] = hint
     return rec
@@ -177,6 +170,7 @@ def _fill(rec: Record, o: Outcome) -> None:
     if o.comparison is not None:
         rec["outputs"] = [dict(s) for s in o.comparison.outputs]  # type: ignore[misc]
         rec["tolerance"] = dict(o.comparison.tolerance)
+        rec["reference"] = o.comparison.reference
         if o.comparison.accuracy:
             rec["accuracy"] = dict(o.comparison.accuracy)
     if o.artifacts is not None:
@@ -297,12 +291,16 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     return status, f"{detail} [unexpected: the xfail rule expects {rule.describe()}: {rule.reason}]", info
 
 
-def triage(status: Status, control: Status | None, is_control: bool) -> str | None:
+def triage(status: Status, control: Status | None, is_control: bool, owner: str | None = None) -> str | None:
     """Who should look first: ``flake`` (attempts disagree), ``infra`` (a crash, hang or harness/environment
-    error, on any recipe), ``upstream`` (fails before the backend, on the control recipe, or where the control
-    fails too, other than by a crash or hang), else ``backend``. None for anything that is not a failure."""
+    error, on any recipe), ``quantizer`` (a mismatch where the delegate matches its quantized program and only the
+    quantization-quality floor failed: ``harness.judge``), ``upstream`` (fails before the backend, on the control
+    recipe, or where the control fails too, other than by a crash or hang), else ``backend``. None for anything
+    that is not a failure."""
     if not status.is_failure or status is Status.XPASS:
         return None
+    if status is Status.FAIL_MISMATCH and owner == "quantizer":
+        return "quantizer"
     if status is Status.FLAKY:
         return "flake"
     if status.is_infra or status is Status.ERROR:

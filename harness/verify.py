@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.metrics import compare, latency_stats
+from harness.judge import Comparison, compare, to_numpy
+from harness.metrics import latency_stats
 from harness.providers import ProviderError, ProviderSpec, RunOptions, bundled_cases, check_program
 from harness.results import SCHEMA, Header, Record, ResultsWriter, iter_lines
 from harness.status import Stage, Status
-from harness.verdict import Comparison, Outcome, StageOutcome, decide_bundle
+from harness.verdict import Outcome, StageOutcome, decide_bundle
 
 DEFAULT_TOL = {"atol": 1e-4, "rtol": 1e-4}
 
@@ -151,20 +152,6 @@ def load_bundles(paths: list[Path], results: Path | None, override: dict[str, fl
     return bundles
 
 
-def _np(values: list[Any]) -> list[Any]:
-    import numpy as np
-    import torch
-
-    out = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            t = v.detach().cpu()
-            out.append((t.float() if t.dtype == torch.bfloat16 else t).numpy())
-        else:
-            out.append(np.asarray(v))
-    return out
-
-
 def verify_one(bundle: Bundle, spec: ProviderSpec, opts: RunOptions, run_id: str) -> Record:
     from harness.stages import error_info
 
@@ -194,7 +181,7 @@ def verify_one(bundle: Bundle, spec: ProviderSpec, opts: RunOptions, run_id: str
         return decide_bundle(base, Outcome(stages=tuple(stages), **facts), expected)
     stages.append(StageOutcome(Stage.LOAD, round(ex.load_ms / 1000.0, 6)))
     stages.append(StageOutcome(Stage.RUN, round(sum(ex.latencies_ms) / 1000.0, 6)))
-    verdict = compare(_np(ex.outputs), _np(bundle.expected), bundle.tolerance)
+    verdict = compare([to_numpy(v) for v in ex.outputs], [to_numpy(v) for v in bundle.expected], bundle.tolerance)
     lat = {k: round(v, 4) for k, v in latency_stats(ex.latencies_ms).items()}
     lat["repeats"] = len(ex.latencies_ms)
     return decide_bundle(base, Outcome(

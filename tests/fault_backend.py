@@ -4,9 +4,11 @@ Recipe key ``options`` (this backend's own, declared through ``extra_keys``): ``
 abort | sleep | perturb | noise | raise_lower | none_output | write_inputs |
 hostile_lower | alloc | bad_lower | bad_serialize | chdir (changes the worker's directory to BTI_FAULT_STATE
 while lowering, as some delegates' compilers do) | write_weights (any program with weights) | flaky, wrong on each program's first
-attempt: needs ``BTI_FAULT_STATE``, a directory) and ``op`` (an
-edge op name such as ``aten.mul.Tensor``): the fault fires only for programs containing that op,
-so every other item must come out intact.
+attempt: needs ``BTI_FAULT_STATE``, a directory | scale (every float output times ``factor``: a delegate with a
+requantization scale a few percent off) | shift (every float output moved by ``steps`` quantization steps of its
+dequantize node, or ``steps`` hundredths of its largest magnitude where it has none: a wrong zero point)) and ``op`` (an
+edge op name such as ``aten.mul.Tensor``, or ``*`` for every program): the fault fires only for programs containing
+that op, so every other item must come out intact.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ class FaultBackend(ExecuTorchBackend):
     def lower(self, recipe: Any, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
         lowered, stats = super().lower(recipe, ep, built)
         opts = recipe.options.extra.get("options") or {}
-        self.armed = opts.get("fault") if opts.get("op") in stats["undelegated_ops"] else None
+        every = opts.get("op") == "*"
+        self.armed = opts.get("fault") if every or opts.get("op") in stats["undelegated_ops"] else None
+        self.steps = _output_steps(ep) if self.armed == "shift" else []
         self.first_time = False
         if self.armed == "flaky":  # a marker file per program under BTI_FAULT_STATE: absent on the first attempt
             import hashlib
@@ -86,6 +90,24 @@ class FaultBackend(ExecuTorchBackend):
 
             gen = torch.Generator().manual_seed(0)
             return [o + torch.randn(o.shape, generator=gen, dtype=o.dtype) * float(self.options.get("scale", 1e-7)) for o in outs]
+        if self.armed == "scale":
+            return [o * float(self.options.get("factor", 1.03)) if o.is_floating_point() else o for o in outs]
+        if self.armed == "shift":
+            n = float(self.options.get("steps", 1))
+            return [o + n * (step if step else 0.01 * float(o.abs().max())) if o.is_floating_point() else o
+                    for o, step in zip(outs, self.steps + [None] * len(outs))]
         if self.armed == "flaky" and self.first_time:  # wrong on a program's first attempt only
             return [o + 1.0 for o in outs]
         return outs
+
+
+def _output_steps(ep: Any) -> list[float | None]:
+    """Each output's quantization step, read from the quantized program's dequantize nodes (None: not quantized)."""
+    import torch.utils._pytree as pytree
+
+    from harness.judge import _DEQUANTIZE, _grid_scale, _op_name
+
+    seen = {n.name: float(n.args[1]) for n in ep.graph.nodes
+            if n.op == "call_function" and _op_name(n.target) in _DEQUANTIZE and isinstance(n.args[1], float)}
+    outs = pytree.tree_leaves(ep.graph.output_node().args[0])
+    return [_grid_scale(n, seen) if hasattr(n, "op") else None for n in outs]

@@ -13,7 +13,7 @@ import pytest
 
 from harness.backends.torch_backends import TorchEagerBackend
 from harness.errors import RecipeError
-from harness.metrics import dynamo_rule
+from harness.judge import dynamo_rule
 
 
 class NoisyDevice(TorchEagerBackend):

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from harness.metrics import compare, output_stats
+from harness.judge import compare, output_stats
 
 
 def test_exact_match_has_infinite_sqnr_and_unit_cosine() -> None:

@@ -98,8 +98,9 @@ def test_a_sample_that_cannot_be_built_is_fail_export_and_a_random_op_is_held_to
     drawn = opinfo.OpInfoModule(lambda x: x + torch.rand(x.shape), None, [], [], lambda y: y)
     drawn.forward = lambda *t: t[0] + torch.rand(t[0].shape)  # type: ignore[method-assign]
     assert opinfo._is_random(drawn, (torch.zeros(3),)) is True
+    from harness.judge import tolerance
     from harness.recipes import load_recipe
-    from harness.stages import Group, tolerance
+    from harness.stages import Group
 
     item = Item(case, "torch-cpu", Axes("float32", "static"))
     group = Group(item, prebuilt=dataclasses.replace(built, random_outputs=True))

@@ -60,6 +60,7 @@ from harness.errors import RecipeError
 from harness.status import Stage
 
 if TYPE_CHECKING:
+    from harness.judge import QuantizedReference
     from harness.recipes import Recipe, Requires
 
 Where = Callable[..., str]  # where(key=None) -> "file:line"
@@ -81,6 +82,7 @@ class Backend(Protocol):
     def unavailable_reason(self, recipe: Recipe) -> str | None: ...
     def warm(self, recipe: Recipe, lower: bool) -> None: ...
     def quantize(self, recipe: Recipe, ep: Any, built: Any) -> Any: ...
+    def quantized_reference(self, recipe: Recipe, quantized: Any, inputs: tuple[Any, ...]) -> QuantizedReference: ...
     def lower(self, recipe: Recipe, ep: Any, built: Any) -> tuple[Any, dict[str, Any] | None]: ...
     def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]: ...
     def load(self, recipe: Recipe, lowered: Any, blob: bytes | None) -> Any: ...
@@ -114,6 +116,15 @@ class BaseBackend:
 
     def quantize(self, recipe: Recipe, ep: Any, built: Any) -> Any:
         raise NotImplementedError(f"backend {self.name} does not quantize")
+
+    def quantized_reference(self, recipe: Recipe, quantized: Any, inputs: tuple[Any, ...]) -> QuantizedReference:
+        """What ``quantize`` returned, run in eager PyTorch on ``inputs``: the reference a quantized recipe's outputs
+        are held to, with each output's dequantize scale (``harness.judge``). The default takes a
+        ``torch.export.ExportedProgram`` or an ``fx.GraphModule``; a backend whose quantize returns something else
+        overrides it, or returns ``QuantizedReference(error=...)`` (then the outputs are held to fp32 alone)."""
+        from harness.judge import quantized_reference
+
+        return quantized_reference(quantized, inputs)
 
     def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:
         raise NotImplementedError(f"backend {self.name} has no serialize stage")

@@ -145,7 +145,7 @@ def _call(handle: OnDevice, inputs: tuple[Any, ...]) -> list[Any]:
     with torch.no_grad(), cast:
         out = handle.fn(*args)
     handle.synchronize()  # an asynchronous device has finished when the call returns
-    from harness.stages import _leaves
+    from harness.judge import leaves as _leaves
 
     outs = _check_on_device(_leaves(out), handle.device)
     if handle.autocast:  # autocast is judged on values: its lower-precision outputs go back to the inputs' dtype

@@ -112,13 +112,16 @@ def _refuse_untested_upstream(header: dict[str, Any], sha: str) -> None:
 @click.option("--sha", required=True, help="Commit to attach the check (or status) to.")
 @click.option("--name", default="bti", show_default=True, help="Check-run name / status context.")
 @click.option("--details-url", help="Link shown on the check.")
+@click.option("--allow-unverified", is_flag=True, help="A recipe that verified nothing makes the check neutral, not failed.")
 @with_options(_gh_opts)
-def publish_check(results: Path, sha: str, name: str, details_url: str | None, repo: str, token_env: str, api_url: str | None) -> None:
-    """A check run with the summary and one annotation per failure; a commit status if check runs are not allowed."""
+def publish_check(results: Path, sha: str, name: str, details_url: str | None, allow_unverified: bool, repo: str, token_env: str,
+                  api_url: str | None) -> None:
+    """A check run with the summary and one annotation per failure; a commit status if check runs are not allowed.
+    It fails on an unexpected failure, and where a recipe verified nothing (neutral with --allow-unverified)."""
     from harness.github.events import SHA
     from harness.github.publisher import Annotation
     from harness.report import markdown
-    from harness.report.summary import failures
+    from harness.report.summary import failures, headline, unverified
 
     if not SHA.fullmatch(sha):
         raise UserError(f"--sha {sha!r}: expected 40 hex characters")
@@ -127,8 +130,10 @@ def publish_check(results: Path, sha: str, name: str, details_url: str | None, r
     fails = failures(recs)
     summary = markdown.render(header, recs, limit=60_000)
     annotations = [Annotation(path=".github", title=r["id"], message=f"{r['status']}: {r.get('detail', '')}") for r in fails]
-    title = f"{len(fails)} unexpected failure(s)" if fails else f"{len(recs)} items: no unexpected failures"
-    how = _publisher(repo, token_env, api_url).check(sha, name, "failure" if fails else "success", title, summary,
+    empty = unverified(header, recs)
+    title = headline(header, recs)[2:].strip()[:200]  # the reports' headline, without its mark
+    conclusion = "failure" if fails or (empty and not allow_unverified) else "neutral" if empty else "success"
+    how = _publisher(repo, token_env, api_url).check(sha, name, conclusion, title, summary,
                                                       annotations=annotations, details_url=details_url)
     click.echo(f"check: published as {how}")
 

@@ -72,10 +72,13 @@ def _finite(value: float | None, name: str) -> float | None:
               help="opdiff suites: independently sampled input sets per test, each run and compared (opdiff's --num-sampled-inputs).")
 @click.option("--repeats", type=click.IntRange(1), help="Timed runs per item, for every recipe (its runtime.repeats; opdiff's --repeats).")
 @click.option("--warmup", type=click.IntRange(0), help="Untimed runs before them, for every recipe (its runtime.warmup).")
+@click.option("--allow-unverified", is_flag=True, help="Exit 0 even where a recipe verified nothing (every item UNAVAILABLE, "
+              "LOWERED, SKIP or BLOCKED): for sweeps that list recipes whose runtime is not on every runner.")
 @click.option("--skips", "skips", multiple=True, metavar="ID:RECIPE[;…]",
               help="SKIP these items (opdiff's --skips: id or id* prefix, then a recipe or *); repeatable.")
 def run(**kw: Any) -> None:
-    """Run suites × recipes; write results.jsonl, then the reports. Exit 1 on any unexpected failure."""
+    """Run suites × recipes; write results.jsonl, then the reports. Exit 1 on any unexpected failure, or where a
+    recipe verified nothing (unless --allow-unverified)."""
     from harness.runner.run import RunOptions, execute
     from harness.settings import resolve, use
 
@@ -113,9 +116,9 @@ def run(**kw: Any) -> None:
         try:
             report_cmd.main([str(jsonl), "--out-dir", str(out_dir), "--step-summary", os.devnull, "--quiet"], standalone_mode=False)
         except UserError as exc:  # a report failed: still give the verdict, then exit 2 naming the writer
-            _verdict(jsonl, result.executed, result.reused)
+            _verdict(jsonl, result.executed, result.reused, kw["allow_unverified"])
             raise exc from None
-    code = _verdict(jsonl, result.executed, result.reused)
+    code = _verdict(jsonl, result.executed, result.reused, kw["allow_unverified"])
     raise SystemExit(code)
 
 
@@ -139,16 +142,22 @@ class _Bar:
             self.bar.__exit__(None, None, None)
 
 
-def _verdict(jsonl: Path, executed: int, reused: int) -> int:
+def _verdict(jsonl: Path, executed: int, reused: int, allow_unverified: bool = False) -> int:
+    """1 on any unexpected failure, or where a recipe of the run verified nothing (unless ``allow_unverified``)."""
     from collections import Counter
 
+    from harness.report.summary import unverified
     from harness.results import read_latest, status_of
 
-    _, latest = read_latest(jsonl)
+    header, latest = read_latest(jsonl)
     counts = Counter(status_of(r) for r in latest)
     fails = sum(n for s, n in counts.items() if s.is_failure)
     summary = ", ".join(f"{n} {s.value}" for s, n in sorted(counts.items(), key=lambda kv: kv[0].value))
     click.echo(f"bti: {len(latest)} items ({executed} executed, {reused} reused): {summary} -> {jsonl}", err=True)
-    return 1 if fails else 0
+    empty = unverified(dict(header or {}), latest)
+    for s in empty:
+        then = "allowed (--allow-unverified)" if allow_unverified else "exit 1 (--allow-unverified to accept it)"
+        click.echo(f"bti: nothing verified on {s.name} ({s.unverified_reason()}): {then}", err=True)
+    return 1 if fails or (empty and not allow_unverified) else 0
 
 

@@ -27,7 +27,9 @@ def badge_fields(summaries: list[RecipeSummary], label: str) -> dict[str, Any]:
     passed = sum(s.passed for s in summaries)
     ran = sum(s.ran for s in summaries)
     lowered = sum(s.counts[Status.LOWERED] for s in summaries)
-    message = f"{passed}/{ran}" if ran else f"{lowered} lowered, not run here" if lowered else "unavailable"
+    fallback = sum(s.fallback for s in summaries)
+    message = f"{passed}/{ran}" + (f" ({passed - fallback} delegated)" if fallback else "") if ran else \
+        "nothing verified" + (f": {lowered} lowered, not run here" if lowered else "")
     return {"schemaVersion": 1, "label": label, "message": message, "color": colour(passed, ran)}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.report import safe
 from harness.report.compare import Change, Comparison
-from harness.report.summary import attempts_line, by_recipe, failures, flaky, triage_line
+from harness.report.summary import attempts_line, by_recipe, failures, flaky, headline, triage_line
 from harness.results import Record
 from harness.status import Status
 
@@ -77,36 +77,45 @@ def _change_rows(changes: list[Change], cap: int, show_detail: bool = True, hint
 def render(key: str, header: dict[str, Any], records: list[Record], comparison: Comparison | None,
            links: Links = Links(), base_records: list[Record] | None = None, limit: int = LIMIT, no_base_reason: str = "") -> str:
     fails = failures(records)
-    verdict = "✅ no unexpected failures" if not fails else f"❌ {len(fails)} unexpected failure(s)"
-    out = [marker(key), f"## bti `{key}`: {verdict}", ""]
+    recipes = by_recipe(header, records)
+    verdict = safe.inline(headline(header, records), 1200)
+    title = safe.code(key) + (f" ({', '.join(safe.code(n) for n in list(recipes)[:6])})" if recipes else "")
+    out = [marker(key), f"## bti {title}: {verdict}", ""]
     if fails:
         out += [f"Triage: {triage_line(records)} _(upstream: fails on the control recipe too or before the backend; "
-                "backend: only this recipe; infra: crash, hang or harness error; flake: attempts disagree)_", ""]
+                "backend: only this recipe; quantizer: the delegate matches its quantized program, which lost accuracy; "
+                "infra: crash, hang or harness error; flake: attempts disagree)_", ""]
     hints = {r["id"]: str(r.get("triage") or "") for r in fails}
     if comparison is not None:
         c = comparison.counts()
         out += ["### Against the base", "",
-                f"**{c['new_failures']}** new failure(s) · **{c['fixed']}** fixed · {c['status_changes']} other status change(s) · "
+                f"**{c['new_failures']}** new failure(s) · **{c['fixed']}** fixed · {c['newly_expected']} newly expected · "
+                f"{c['status_changes']} other status change(s) · "
                 f"{c['drift']} numeric drift · {c['latency']} latency regression(s) · {c['added']} added · {c['removed']} removed", ""]
     else:
         why = f": {safe.inline(no_base_reason, 300)}" if no_base_reason else ""
         out += [f"_No base results to compare against{why}._", ""]
     base_rates = by_recipe({}, base_records) if base_records else {}
-    recipes = by_recipe(header, records)
     # a recipe lowered here for a runtime this runner lacks (LOWERED) gets a column: neither passed nor ran
     lowered = any(s.counts[Status.LOWERED] for s in recipes.values())
     extra = (" 📦 lowered, not run here |", "---:|") if lowered else ("", "")
-    out += ["### Pass rate per recipe", "", f"| recipe | passed | ran | rate | vs base |{extra[0]}", f"|---|---:|---:|---:|---:|{extra[1]}"]
+    out += ["### Pass rate per recipe", "", f"| recipe | passed | on the delegate | CPU fallback | ran | rate | vs base |{extra[0]}",
+            f"|---|---:|---:|---:|---:|---:|---:|{extra[1]}"]
     for name, s in recipes.items():
-        rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
+        rate = f"{s.pass_rate:.1f}%" if s.ran else "**nothing verified**"
         delta = ""
         if name in base_rates and base_rates[name].ran and s.ran:
             d = s.pass_rate - base_rates[name].pass_rate
             delta = f"{d:+.1f} pp" if abs(d) >= 0.05 else "="
-        out.append(f"| {safe.code(name)} | {s.passed} | {s.ran} | {rate} | {delta} |" + (f" {s.counts[Status.LOWERED]} |" if lowered else ""))
+        out.append(f"| {safe.code(name)} | {s.passed} | {s.passed - s.fallback} | {s.fallback} | {s.ran} | {rate} | {delta} |"
+                   + (f" {s.counts[Status.LOWERED]} |" if lowered else ""))
     out.append("")
+    for s in recipes.values():
+        if not s.verified:
+            out += [f"> {safe.code(s.name)} verified nothing: {_esc(s.unverified_reason())}", ""]
     if comparison is not None:
         sections = [("New failures", comparison.new_failures, CAP_FAILURES, True), ("Fixed", comparison.fixed, CAP_OTHER, False),
+                    ("Newly expected (an xfail rule now holds them)", comparison.newly_expected, CAP_OTHER, True),
                     ("Numeric drift", comparison.drift, CAP_OTHER, True), ("Latency regressions", comparison.latency, CAP_OTHER, True),
                     ("Other status changes", comparison.status_changes, CAP_OTHER, True)]
         for title, changes, cap, detail in sections:

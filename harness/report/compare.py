@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.results import Record, as_float, latest_by_id, status_of
+from harness.status import Status
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,8 @@ class Change:
 @dataclass
 class Comparison:
     new_failures: list[Change] = field(default_factory=list)
-    fixed: list[Change] = field(default_factory=list)
+    fixed: list[Change] = field(default_factory=list)  # a failure that now passes
+    newly_expected: list[Change] = field(default_factory=list)  # a failure an xfail rule now holds: not fixed
     status_changes: list[Change] = field(default_factory=list)  # other changes (e.g. FAIL_RUN → FAIL_LOWER)
     drift: list[Change] = field(default_factory=list)
     latency: list[Change] = field(default_factory=list)
@@ -40,10 +42,12 @@ class Comparison:
 
     @property
     def changed(self) -> bool:
-        return any((self.new_failures, self.fixed, self.status_changes, self.drift, self.latency, self.added, self.removed))
+        return any((self.new_failures, self.fixed, self.newly_expected, self.status_changes, self.drift, self.latency,
+                    self.added, self.removed))
 
     def counts(self) -> dict[str, int]:
-        return {k: len(getattr(self, k)) for k in ("new_failures", "fixed", "status_changes", "drift", "latency", "added", "removed")}
+        return {k: len(getattr(self, k)) for k in ("new_failures", "fixed", "newly_expected", "status_changes", "drift", "latency",
+                                                    "added", "removed")}
 
     def as_dict(self) -> dict[str, Any]:
         return {k: [c.__dict__ for c in getattr(self, k)] for k in self.counts()}
@@ -72,8 +76,10 @@ def compare(base: list[Record], head: list[Record], th: Thresholds = Thresholds(
         change = Change(item_id, sb.value, sh.value, rh.get("detail", ""), rh["recipe"])
         if sh.is_failure and not sb.is_failure:
             out.new_failures.append(change)
-        elif sb.is_failure and not sh.is_failure:
+        elif sb.is_failure and sh.is_pass:
             out.fixed.append(change)
+        elif sb.is_failure and sh is Status.XFAIL:
+            out.newly_expected.append(change)
         elif sb is not sh:
             out.status_changes.append(change)
         if sb.is_pass or sh.is_pass:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from harness.report.summary import by_recipe, fmt_num
+from harness.report.summary import by_recipe, fmt_num, headline
 from harness.report.templating import render as render_page
 from harness.results import Record, status_of
 from harness.status import Status
@@ -72,10 +72,12 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
             tags.add(status.value.lower())
             cells.append({"cls": status.group.css, "tip": _tooltip(rec), "status": status.value})
         rows.append({"group": group, "cells": cells, "key": " ".join([group, *tags]).lower(), "tags": " ".join(sorted(tags))})
-    cards = [{"name": r.name, "unavailable": r.unavailable, "passed": r.passed, "ran": r.ran, "pass_rate": r.pass_rate,
+    cards = [{"name": r.name, "unverified": None if r.verified else r.unverified_reason(), "passed": r.passed, "ran": r.ran,
+              "pass_rate": r.pass_rate, "pass_text": r.pass_text(),
               "failed": r.failed, "counts_text": " · ".join(f"{n} {s.value}" for s, n in sorted(r.counts.items(), key=lambda kv: kv[0].value))}
              for r in recipes]
     fails = sorted((r for r in records if status_of(r).is_failure), key=lambda r: r["id"])
     return render_page("dashboard.html.j2", js="dashboard.js", title="bti results", header=header,
                        versions={"torch": "?", "executorch": "?", **(header.get("versions") or {})},
-                       suites=", ".join(map(str, header.get("suites") or [])), recipes=cards, names=names, rows=rows, fails=fails)
+                       suites=", ".join(map(str, header.get("suites") or [])), recipes=cards, names=names, rows=rows, fails=fails,
+                       headline=headline(header, records))

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from harness.report import safe
-from harness.report.summary import attempts_line, baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, triage_counts, worst_sqnr
+from harness.report.summary import attempts_line, baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, headline, triage_counts, worst_sqnr
 from harness.results import Record, status_of
 from harness.status import Status
 
@@ -31,12 +31,13 @@ def header_lines(header: dict[str, Any]) -> list[str]:
 
 def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
     not_run = [st for st in Status if st.did_not_run]  # skip, lowered (not run here), unavailable, blocked
-    lines = ["| recipe | pass | fail | xfail | " + " | ".join(st.value.lower() for st in not_run) + " | pass rate |",
-             "|---|" + "---:|" * (4 + len(not_run))]
+    lines = ["| recipe | pass | on the delegate | CPU fallback | fail | xfail | " + " | ".join(st.value.lower() for st in not_run)
+             + " | pass rate |", "|---|" + "---:|" * (6 + len(not_run))]
     for name, s in by_recipe(header, records).items():
-        rate = f"{s.pass_rate:.1f}%" if s.ran else ("unavailable" if s.unavailable else "—")
+        rate = f"{s.pass_rate:.1f}%" if s.ran else "**nothing verified**"
         counts = " | ".join(str(s.counts[st]) for st in not_run)
-        lines.append(f"| {safe.code(name)} | {s.passed} | {s.failed} | {s.counts[Status.XFAIL]} | {counts} | {rate} |")
+        lines.append(f"| {safe.code(name)} | {s.passed} | {s.passed - s.fallback} | {s.fallback} | {s.failed} | "
+                     f"{s.counts[Status.XFAIL]} | {counts} | {rate} |")
     unavailable = [(n, s.unavailable) for n, s in by_recipe(header, records).items() if s.unavailable]
     for name, why in unavailable:
         lines.append(f"\n> {safe.code(name)} is unavailable here: {_esc(why or '')}")
@@ -53,7 +54,7 @@ def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
 def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYTES) -> str:
     total = len(records)
     fails = failures(records)
-    verdict = "✅ all items passed or were expected" if not fails else f"❌ {len(fails)} unexpected failure(s)"
+    verdict = safe.inline(headline(header, records), 1200)
     out = [f"# bti results: {verdict}", "", *header_lines(header), f"{total} items.", "", "## Pass rate per recipe", "",
            *recipe_table(header, records), ""]
     counts: dict[Status, Counter[str]] = {}
@@ -69,6 +70,7 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
         out.append("")
         out += ["## Triage (who should look first)", "",
                 "_upstream: fails on the control recipe too, or before the backend; backend: only this recipe; "
+                "quantizer: the delegate matches its quantized program, which lost accuracy against fp32; "
                 "infra: a crash, hang or harness error; flake: attempts disagree._", "",
                 "| triage | " + " | ".join(safe.code(r) for r in recipes) + " |", "|---|" + "---:|" * len(recipes)]
         for hint, per in triage_counts(fails).items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.report.summary import unverified
 from harness.results import Header, Record, status_of
 
 MAX_FAILED = 1000
@@ -34,7 +35,8 @@ def payload(header: Header, records: list[Record], *, job_name: str, artifact_ur
     up = dict(header.get("upstream") or {})
     out: dict[str, Any] = {
         "status": status,
-        "conclusion": None if status == "in_progress" else ("failure" if failed else "success"),
+        # a leg that verified nothing (every item unavailable, skipped, lowered or blocked) is never a success
+        "conclusion": None if status == "in_progress" else ("failure" if failed or unverified(dict(header), records) else "success"),
         "job_name": job_name,
         "artifact_url": artifact_url,
         "test_counts": {"passed": len(records) - len(failed) - skipped, "failed": len(failed), "skipped": skipped},

@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.results import Record, as_float, status_of
 from harness.status import Status
+from harness.verdict import TRIAGE
 
 
 @dataclass
@@ -16,6 +17,7 @@ class RecipeSummary:
     name: str
     counts: Counter[Status] = field(default_factory=Counter)
     unavailable: str | None = None
+    detail: str = ""  # the first not-run item's detail (why nothing was verified, where that is so)
 
     @property
     def total(self) -> int:
@@ -38,6 +40,31 @@ class RecipeSummary:
     def pass_rate(self) -> float:
         return 100.0 * self.passed / self.ran if self.ran else 0.0
 
+    @property
+    def fallback(self) -> int:
+        """Passes where the partitioner took nothing: the program ran on the CPU (portable), not the delegate."""
+        return self.counts[Status.PASS_UNDELEGATED]
+
+    @property
+    def verified(self) -> bool:
+        """Whether any item ran and was judged: every item UNAVAILABLE, LOWERED, SKIP or BLOCKED verifies nothing."""
+        return self.ran > 0
+
+    def pass_text(self) -> str:
+        """``41 passed: 21 on the delegate, 20 fell back to the CPU`` (the second half only when some fell back)."""
+        if not self.fallback:
+            return f"{self.passed} passed"
+        return f"{self.passed} passed: {self.passed - self.fallback} on the delegate, {self.fallback} fell back to the CPU"
+
+    def unverified_reason(self) -> str:
+        """Why nothing was verified: the recipe's unavailability, else its items' statuses and the first one's detail."""
+        if self.unavailable:
+            return f"unavailable: {self.unavailable}"
+        if not self.total:
+            return "no items"
+        counts = ", ".join(f"{n} {st.value}" for st, n in sorted(self.counts.items(), key=lambda kv: -kv[1]))
+        return f"{counts}{': ' + self.detail if self.detail else ''}"
+
 
 def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, RecipeSummary]:
     out: dict[str, RecipeSummary] = {}
@@ -47,8 +74,35 @@ def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, Recipe
         entry = info.get(name)  # an untrusted header: an entry that is not a mapping says nothing
         out[name] = RecipeSummary(name, unavailable=entry.get("unavailable") if isinstance(entry, dict) else None)
     for rec in records:
-        out.setdefault(rec["recipe"], RecipeSummary(rec["recipe"])).counts[status_of(rec)] += 1
+        summary = out.setdefault(rec["recipe"], RecipeSummary(rec["recipe"]))
+        status = status_of(rec)
+        summary.counts[status] += 1
+        if status.did_not_run and not summary.detail:
+            summary.detail = str(rec.get("detail") or "")[:200]
     return out
+
+
+def unverified(header: dict[str, Any], records: list[Record]) -> list[RecipeSummary]:
+    """The recipes of a run that verified nothing (every item UNAVAILABLE, LOWERED, SKIP or BLOCKED, or none)."""
+    return [s for s in by_recipe(header, records).values() if not s.verified]
+
+
+def headline(header: dict[str, Any], records: list[Record]) -> str:
+    """The one-line verdict every report leads with: unexpected failures; else what verified nothing (never a
+    green mark); else all passed or expected."""
+    fails = failures(records)
+    summaries = by_recipe(header, records)
+    empty = [s for s in summaries.values() if not s.verified]
+    nothing = "; ".join(f"{s.name}: {s.unverified_reason()}" for s in empty[:5]) + (" …" if len(empty) > 5 else "")
+    if fails:
+        return f"❌ {len(fails)} unexpected failure(s)" + (f" · ⚠️ nothing verified on {nothing}" if empty else "")
+    if not summaries:
+        return "⚠️ nothing verified (no items)"
+    if len(empty) == len(summaries):
+        return f"⚠️ nothing verified ({nothing})"
+    if empty:
+        return f"⚠️ nothing verified on {nothing}"
+    return "✅ all items passed or were expected"
 
 
 def failures(records: list[Record]) -> list[Record]:
@@ -60,7 +114,7 @@ def flaky(records: list[Record]) -> list[Record]:
     return [r for r in records if status_of(r) is Status.FLAKY]
 
 
-TRIAGE_ORDER = ("upstream", "backend", "infra", "flake")
+TRIAGE_ORDER = TRIAGE  # the hints in the order reports list them
 
 
 def triage_counts(records: list[Record]) -> dict[str, Counter[str]]:

@@ -237,7 +237,8 @@ def _is_random(module: Any, tensors: tuple[Any, ...]) -> bool:
         a, b = run(1), run(2)
     except Exception:
         return False  # it fails on the CPU: the reference stage says how
-    from harness.stages import _leaves, same_tensor
+    from harness.judge import leaves as _leaves
+    from harness.judge import same_tensor
 
     fa = [x for x in _leaves(a) if isinstance(x, torch.Tensor)]
     fb = [x for x in _leaves(b) if isinstance(x, torch.Tensor)]

@@ -1,0 +1,671 @@
+"""Judging: what an item's outputs are held to, against which reference, and why (numpy at heart; torch is
+imported only where a tensor or a program is in hand).
+
+The stage pipeline (``harness.stages``) produces outputs; this module decides what they are held to and records
+every figure it used. Three references, three owners:
+
+- **The delegate against its own program.** A quantized recipe's outputs are held to the *quantized reference*:
+  the quantized program (pt2e-converted, q/dq nodes in it) run in eager PyTorch on the same inputs, as
+  ExecuTorch's own tester does (``backends/test/harness/tester.py``). An output that comes from a dequantize node
+  passes within ``qtol`` quantization steps of that node's scale, plus ``atol + rtol*|ref|``; one that is not
+  quantized within ``atol + rtol*|ref|`` alone. A failure here is the backend's.
+- **The quantized program against fp32** (the *quantization quality*): its SQNR against the eager fp32 output is
+  always recorded and held to the recipe's ``sqnr_db`` (and ``cosine``) floor. When only that floor fails, the
+  quantizer lost the accuracy, not the delegate: the comparison's ``owner`` is ``quantizer``.
+- **Eager against fp64** (the *noise floor*): a float recipe's outputs are held to the module run in float64 on
+  the CPU. An element passes when ``|out - fp64| <= atol + rtol*|fp64| + k * noise``, where ``noise`` is the
+  largest error of eager PyTorch in the case's dtype against fp64 on that output and ``k`` is ``NOISE_K``. The
+  check is magnitude-aware: the relative L2 error ``||out - fp64|| / ||fp64||`` must stay within
+  ``max(rtol, REL_FLOOR[dtype], k * ||eager - fp64|| / ||fp64||)``, so an all-zero or uniformly scaled output
+  never passes where the reference is not zero, however small its values.
+
+Integer and bool outputs match exactly (or within the recipe's ``int`` tolerance), against eager. A baseline
+recipe's or a pair's outputs, where they are the reference, are held to the recipe's tolerances as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from harness.cases.case import Item
+    from harness.recipes import Recipe
+
+NOISE_K = 2.0  # the noise-floor multiplier: dynamo's RMSE multiplier for float32; with k >= 1 + rtol, every output
+# within the recipe's atol/rtol of eager is within the fp64 budget too (the triangle inequality), so the budget never
+# fails what the eager comparison passed, and widens only where eager itself is far from fp64
+# the relative floor of the magnitude check, per output dtype: dynamo's accuracy tolerances
+REL_FLOOR = {"float64": 1e-7, "float32": 1e-4, "float16": 1e-3, "bfloat16": 1e-2}
+QUANTIZED_DEFAULTS = {"qtol": 1.0, "atol": 1e-3, "rtol": 1e-3}  # ExecuTorch's tester: atol = rtol = 1e-3, qtol steps
+# the systematic part of an error (a least-squares gain and offset against the quantized reference) may reach half a
+# step: a wrong zero point moves every element a whole step, within qtol element by element; legitimate rounding
+# differences fit to at most 0.12 step on the shipped int8 recipes' ops (docs/recipes.md). Fitted from 8 elements on.
+SYSTEMATIC_STEPS = 0.5
+SYSTEMATIC_MIN_N = 8
+
+
+# ---------------------------------------------------------------------------------------------------- conversion
+def to_numpy(value: Any) -> NDArray[Any]:
+    """The one tensor -> numpy conversion (run, ``bti verify``, ``bti bench``): dense; bfloat16 and float8 widened to
+    float32, complex32 to complex64, the wide unsigned ints to int64 (uint64 to float64), all without changing a
+    value; complex as a trailing dimension of 2 (real, imaginary). Anything else through ``np.asarray``."""
+    try:
+        import torch
+    except ImportError:  # a report machine: no tensors to convert
+        return np.asarray(value)
+    if isinstance(value, torch.Tensor):
+        t = comparable(value.detach().cpu())
+        if t.is_complex():
+            t = torch.view_as_real(t.resolve_conj())
+        return np.asarray(t.contiguous().numpy())
+    return np.asarray(value)
+
+
+def comparable(t: Any) -> Any:
+    """A tensor numpy and torch.equal can take: dense, and widened from the dtypes they lack (bfloat16, float8,
+    complex32, the wide unsigned ints) without changing a value, but for uint64 above 2**53 (as float64)."""
+    import torch
+
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    if t.dtype == torch.complex32:
+        return t.to(torch.complex64)
+    if t.is_floating_point() and t.dtype not in (torch.float16, torch.float32, torch.float64):
+        return t.float()  # bfloat16, float8_*: every value is a float32
+    if t.dtype in (torch.uint16, torch.uint32, torch.uint64):
+        return t.to(torch.float64) if t.dtype == torch.uint64 else t.to(torch.int64)
+    return t
+
+
+def same_tensor(x: Any, y: Any) -> bool:
+    """Bit for bit equal, for any dtype and layout (torch.equal lacks some: complex32, the bfloat complex)."""
+    import torch
+
+    x, y = comparable(x), comparable(y)
+    try:
+        return bool(torch.equal(x, y))
+    except (RuntimeError, TypeError):
+        return x.shape == y.shape and bool(torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8)))
+
+
+def dtype_name(value: Any) -> str:
+    """``float32`` for a tensor of that dtype; a Python value's type name otherwise."""
+    dt = getattr(value, "dtype", None)
+    return str(dt).replace("torch.", "") if dt is not None and not isinstance(value, np.ndarray) else type(value).__name__
+
+
+def leaves(out: Any) -> list[Any]:
+    """A module's outputs as a flat list (pytree leaves, None left out)."""
+    import torch.utils._pytree as pytree
+
+    return [leaf for leaf in pytree.tree_leaves(out) if leaf is not None]
+
+
+# --------------------------------------------------------------------------------------------------- comparators
+_REL_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    message: str  # path-shaped, e.g. "output[1]: max_abs 0.3 > atol 1e-4 at [0, 2]"
+    stats: list[dict[str, Any]]
+    structural: bool = False  # the outputs' count, a dtype or a shape differs: no numeric rule can pass them
+
+
+def output_stats(out: NDArray[Any], ref: NDArray[Any]) -> dict[str, Any]:
+    o = out.astype(np.float64, copy=False).ravel()
+    r = ref.astype(np.float64, copy=False).ravel()
+    both_nan = np.isnan(o) & np.isnan(r)
+    same_inf = np.isinf(r) & (o == r)
+    keep = ~(both_nan | same_inf)
+    o, r = o[keep], r[keep]
+    if o.size == 0:
+        return {"max_abs": 0.0, "max_rel": 0.0, "mae": 0.0, "mse": 0.0, "sqnr_db": math.inf, "cosine": 1.0}
+    with np.errstate(all="ignore"):
+        diff = np.abs(o - r)
+        rel = diff / np.maximum(np.abs(r), _REL_EPS)
+        signal = float(np.sum(r * r))
+        noise = float(np.sum((o - r) ** 2))
+        if not np.all(np.isfinite(diff)):
+            sqnr = -math.inf
+        elif noise == 0.0:
+            sqnr = math.inf
+        elif signal == 0.0:
+            sqnr = -math.inf
+        else:
+            sqnr = 10.0 * math.log10(signal / noise)
+        no, nr = float(np.linalg.norm(o)), float(np.linalg.norm(r))
+        if no == 0.0 and nr == 0.0:
+            cos = 1.0
+        elif no == 0.0 or nr == 0.0 or not (math.isfinite(no) and math.isfinite(nr)):
+            cos = 0.0
+        else:
+            cos = float(np.dot(o, r) / (no * nr))
+    return {
+        "max_abs": _f(np.max(diff)),
+        "max_rel": _f(np.max(rel)),
+        "mae": _f(np.mean(diff)),
+        "mse": _f(np.mean(diff * diff)),
+        "sqnr_db": sqnr,
+        "cosine": cos,
+    }
+
+
+def _f(x: Any) -> float:
+    v = float(x)
+    return v if not math.isnan(v) else math.inf
+
+
+def compare(outputs: list[NDArray[Any]], refs: list[NDArray[Any]], tol: dict[str, float], dtypes: list[tuple[str, str]] | None = None) -> Verdict:
+    """Compare each output against its reference under ``tol`` (atol, rtol, sqnr_db, cosine floor; each optional;
+    ``shape_only`` checks shapes and dtypes alone, for random or uninitialized outputs).
+
+    ``dtypes`` optionally gives (output dtype, reference dtype) names per output, checked for equality.
+    """
+    if len(outputs) != len(refs):
+        return Verdict(False, f"outputs: count {len(outputs)} != reference count {len(refs)}", [], structural=True)
+    stats: list[dict[str, Any]] = []
+    problems: list[str] = []
+    structural = False
+    for i, (out, ref) in enumerate(zip(outputs, refs, strict=True)):
+        path = f"output[{i}]"
+        entry: dict[str, Any] = {"name": path, "shape": list(ref.shape), "dtype": str(ref.dtype)}
+        if dtypes and dtypes[i][0] != dtypes[i][1]:
+            structural = True
+            problems.append(f"{path}: dtype {dtypes[i][0]} != reference {dtypes[i][1]}")
+        if out.shape != ref.shape:
+            structural = True
+            problems.append(f"{path}: shape {list(out.shape)} != reference {list(ref.shape)}")
+            stats.append(entry)
+            continue
+        if tol.get("shape_only"):  # random or uninitialized outputs: shape and dtype are the contract
+            stats.append(entry)
+            continue
+        entry.update(output_stats(out, ref))
+        stats.append(entry)
+        problem = _check(path, out, ref, entry, tol)
+        if problem:
+            problems.append(problem)
+    return Verdict(not problems, "; ".join(problems), stats, structural)
+
+
+def _check(path: str, out: NDArray[Any], ref: NDArray[Any], s: Mapping[str, Any], tol: Mapping[str, Any]) -> str | None:
+    o = out.astype(np.float64, copy=False)
+    r = ref.astype(np.float64, copy=False)
+    nan_bad = np.isnan(o) != np.isnan(r)
+    if nan_bad.any():
+        idx = [int(v) for v in np.unravel_index(int(np.argmax(nan_bad)), out.shape)] if out.ndim else []
+        return f"{path}: NaN where the reference has none (or the reverse) at {idx}"
+    atol, rtol = tol.get("atol"), tol.get("rtol")
+    if atol is not None or rtol is not None:
+        a, rt = float(atol or 0.0), float(rtol or 0.0)
+        with np.errstate(all="ignore"):
+            close = np.isclose(o, r, rtol=rt, atol=a, equal_nan=True)
+        if not close.all():
+            flat = int(np.argmax(~close))
+            idx = [int(v) for v in np.unravel_index(flat, out.shape)] if out.ndim else []
+            bad = int((~close).sum())
+            return (f"{path}: max_abs {s['max_abs']:.4g} exceeds atol {a:g} + rtol {rt:g}*|ref| "
+                    f"({bad}/{close.size} elements; first at {idx}: {o.ravel()[flat]:.6g} vs {r.ravel()[flat]:.6g})")
+    floor = tol.get("sqnr_db")
+    if floor is not None and s["sqnr_db"] < float(floor):
+        return f"{path}: SQNR {s['sqnr_db']:.2f} dB < floor {float(floor):g} dB (max_abs {s['max_abs']:.4g})"
+    cos = tol.get("cosine")
+    if cos is not None and s["cosine"] < float(cos):
+        return f"{path}: cosine {s['cosine']:.6f} < floor {float(cos):g} (max_abs {s['max_abs']:.4g})"
+    return None
+
+
+# Dynamo's benchmark accuracy rule (torch/_dynamo/utils.py `same`, as `benchmarks/dynamo` calls it for
+# inference): the tolerance per dtype, and RMSE multipliers.
+DYNAMO_TOL = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-3, "bfloat16": 1e-2}
+
+
+def _rmse(a: NDArray[Any], b: NDArray[Any]) -> float:
+    return float(np.sqrt(np.mean(np.square(a - b)))) if a.size else 0.0
+
+
+def dynamo_rule(res: NDArray[Any], ref: NDArray[Any], fp64: NDArray[Any] | None, tol: float, res_dtype: str) -> dict[str, Any]:
+    """One output held to dynamo's rule. ``res`` is the device's output, ``ref`` the CPU's in the same dtype,
+    ``fp64`` the CPU's in float64. Passes when allclose(ref, res) at ``tol``; else when
+    RMSE(res, fp64) ≤ m·RMSE(ref, fp64) + tol/10, with m = 3 for float16/bfloat16 outputs, small (< 1000
+    elements) or 1×1-spatial outputs, or a loose tolerance (≥ 2e-2), else 2. Returns ``{"pass", "rule", ...}``:
+    the rule that passed (``allclose`` or ``rmse``), or ``none``."""
+    if res.shape != ref.shape:
+        return {"pass": False, "rule": "none", "why": f"shape {list(res.shape)} != {list(ref.shape)}"}
+    if not (np.issubdtype(res.dtype, np.floating) or np.issubdtype(res.dtype, np.complexfloating)):
+        same = bool(np.array_equal(res, ref))
+        return {"pass": same, "rule": "equal" if same else "none"}
+    r = res.astype(np.float64)
+    c = ref.astype(res.dtype).astype(np.float64)  # dynamo casts the reference to the result's dtype first
+    if np.allclose(c, r, atol=tol, rtol=tol):
+        return {"pass": True, "rule": "allclose", "tol": tol}
+    if fp64 is None or fp64.shape != res.shape:
+        return {"pass": False, "rule": "none", "tol": tol, "why": "not allclose, and no float64 reference"}
+    f = fp64.astype(np.float64)
+    if not np.isnan(f).any() and not np.isnan(r).any() and np.isnan(c).any() and np.allclose(f, r, atol=4e-2, rtol=4e-2):
+        return {"pass": True, "rule": "rmse", "tol": tol, "why": "the CPU reference has NaN; the result matches float64"}
+    ref_err, res_err = _rmse(f, c), _rmse(f, r)
+    small = res.size < 1000 or (res.ndim == 4 and res.shape[-1] == res.shape[-2] == 1) or tol >= 2e-2
+    mult = 3.0 if res_dtype in ("float16", "bfloat16") or small else 2.0
+    ok = bool(res_err <= mult * ref_err + tol / 10.0)
+    out = {"pass": ok, "rule": "rmse" if ok else "none", "tol": tol, "rmse": res_err, "rmse_cpu": ref_err, "multiplier": mult}
+    if not ok:
+        out["why"] = f"RMSE(device, fp64) {res_err:.3g} > {mult:g}×RMSE(cpu, fp64) {ref_err:.3g} + tol/10"
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the fp64 budget
+def _is_float(a: NDArray[Any]) -> bool:
+    return bool(np.issubdtype(a.dtype, np.floating))
+
+
+def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[Any], tol: Mapping[str, Any],
+               dtype: str, k: float = NOISE_K) -> tuple[str | None, dict[str, Any]]:
+    """One float output against the module's float64 output, with eager's own error as the noise floor (see the
+    module's docstring). Returns (the problem or None, the figures: ``max_abs`` and ``rel_l2`` against fp64, the
+    same of eager (``noise_*``), their ``ratio``, and the ``budget`` used). Where eager is not finite (or fp64 does
+    not fit the dtype) the output must equal eager there, as before."""
+    o, e = out.astype(np.float64, copy=False).ravel(), eager.astype(np.float64, copy=False).ravel()
+    f = fp64.astype(np.float64, copy=False).ravel()
+    with np.errstate(all="ignore"):
+        fits = np.isfinite(fp64.astype(eager.dtype, copy=False)).ravel() if _is_float(eager) else np.isfinite(f)
+        fin = np.isfinite(e) & fits
+        special = ~fin & ~((o == e) | (np.isnan(o) & np.isnan(e)))
+        noise_d, err_d = np.abs(e[fin] - f[fin]), np.abs(o[fin] - f[fin])
+        noise = float(noise_d.max()) if noise_d.size else 0.0
+        atol, rtol = float(tol.get("atol") or 0.0), float(tol.get("rtol") or 0.0)
+        budget = atol + rtol * np.abs(f[fin]) + k * noise
+        over = ~(err_d <= budget)  # NaN in the output fails
+        norm = float(np.linalg.norm(f[fin]))
+        rel = float(np.linalg.norm(o[fin] - f[fin]) / norm) if norm > 0 else 0.0
+        rel_noise = float(np.linalg.norm(e[fin] - f[fin]) / norm) if norm > 0 else 0.0
+    err = float(np.max(err_d)) if err_d.size else 0.0
+    err = math.inf if math.isnan(err) else err
+    rel_budget = max(rtol, REL_FLOOR.get(dtype, 1e-4), k * rel_noise)
+    figures = {"max_abs": err, "rel_l2": rel if math.isfinite(rel) else math.inf, "noise_max_abs": noise,
+               "noise_rel_l2": rel_noise, "ratio": (err / noise if noise > 0 else (0.0 if err == 0 else math.inf)),
+               "k": k, "rel_budget": rel_budget}
+    if special.any():
+        idx = _index(int(np.argmax(special)), out.shape)
+        return f"{path}: {o[int(np.argmax(special))]:.6g} where eager gives {e[int(np.argmax(special))]:.6g} (not finite) at {idx}", figures
+    if over.any():
+        where = np.flatnonzero(fin)[int(np.argmax(over))]
+        return (f"{path}: max_abs {err:.4g} against fp64 exceeds atol {atol:g} + rtol {rtol:g}*|fp64| + {k:g} x noise "
+                f"{noise:.3g} ({int(over.sum())}/{o.size} elements; first at {_index(int(where), out.shape)}: "
+                f"{o[where]:.6g} vs fp64 {f[where]:.6g})"), figures
+    if norm > 0 and not rel <= rel_budget:
+        return (f"{path}: relative L2 error {rel:.3g} against fp64 exceeds {rel_budget:.3g} (max of rtol, the {dtype} floor "
+                f"and {k:g} x eager's {rel_noise:.3g}): the output is off in scale or magnitude"), figures
+    return None, figures
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
+    return [int(v) for v in np.unravel_index(flat, shape)] if len(shape) else []
+
+
+# ------------------------------------------------------------------------------------------ the quantized reference
+@dataclass(frozen=True)
+class QuantizedReference:
+    """The quantized program's own outputs on the item's inputs, in eager PyTorch, and per output the scale of the
+    dequantize node it comes from (None: not quantized). ``error``: why there is none (the judge falls back to fp32)."""
+
+    outputs: tuple[Any, ...] = ()
+    scales: tuple[float | None, ...] = ()
+    error: str = ""
+
+
+_DEQUANTIZE = ("dequantize_per_tensor", "dequantize_per_channel", "dequantize_affine")
+# ops whose every output value is one of their input's values (or 0): a dequantized grid survives them
+_KEEPS_GRID = frozenset({
+    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "clone",
+    "contiguous", "expand", "slice", "select", "alias", "detach", "cat", "stack", "relu", "hardtanh", "max_pool2d",
+    "max_pool2d_with_indices", "getitem", "pixel_shuffle", "pixel_unshuffle", "flip", "roll", "narrow", "split",
+    "split_with_sizes", "chunk", "unbind", "index_select", "gather", "repeat", "tile", "max", "min", "amax", "amin",
+    "clamp", "pad", "constant_pad_nd",
+})
+
+
+def _op_name(target: Any) -> str:
+    name = getattr(target, "__name__", "") or str(target)
+    parts = str(getattr(target, "_name", "") or name).split("::")[-1]
+    return parts.split(".")[0]
+
+
+def quantized_reference(program: Any, inputs: Sequence[Any]) -> QuantizedReference:
+    """Run a quantized program (a ``torch.export.ExportedProgram``, or a ``GraphModule``) in eager PyTorch on
+    ``inputs``; each output's scale is intercepted where it leaves a dequantize node, directly or through ops that
+    keep the quantized grid (views, ReLU, max pooling, concatenation: the largest scale among their inputs)."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    module = program.module() if hasattr(program, "module") and hasattr(program, "graph_signature") else program
+    if not isinstance(module, torch.fx.GraphModule):
+        return QuantizedReference(error=f"the quantize stage returned {type(program).__name__}, not a torch program")
+    seen: dict[str, float] = {}
+    for node in module.graph.nodes:
+        if node.op == "call_function" and _op_name(node.target) in _DEQUANTIZE:
+            node.target = _shim(node.target, node.name, seen)
+    module.recompile()
+    with torch.no_grad():
+        outs = leaves(module(*inputs))
+    out_nodes = [a for a in pytree.tree_leaves(module.graph.output_node().args[0])]
+    scales: list[float | None] = []
+    for i in range(len(outs)):
+        node = out_nodes[i] if i < len(out_nodes) and isinstance(out_nodes[i], torch.fx.Node) else None
+        scales.append(_grid_scale(node, seen) if node is not None else None)
+    return QuantizedReference(tuple(outs), tuple(scales))
+
+
+def _shim(target: Any, name: str, seen: dict[str, float]) -> Any:
+    at = 2 if _op_name(target) == "dequantize_affine" else 1  # (input, block_size, scale, …) there
+
+    def dequantize(*args: Any, **kwargs: Any) -> Any:
+        scale = args[at] if len(args) > at else kwargs.get("scale")
+        with contextlib.suppress(TypeError, ValueError, AttributeError):
+            seen[name] = float(scale.max() if hasattr(scale, "max") else scale)  # type: ignore[union-attr,arg-type]
+        return target(*args, **kwargs)
+
+    dequantize.__name__ = f"bti_shim_{_op_name(target)}"
+    return dequantize
+
+
+def _grid_scale(node: Any, seen: Mapping[str, float], depth: int = 0) -> float | None:
+    """The quantization scale an output node's values sit on, or None."""
+    import torch
+
+    if node.name in seen:
+        return seen[node.name]
+    if depth > 32 or node.op != "call_function" or _op_name(node.target) not in _KEEPS_GRID:
+        return None
+    srcs = [a for a in node.all_input_nodes if isinstance(a, torch.fx.Node)]
+    if _op_name(node.target) in ("clamp", "hardtanh", "pad", "constant_pad_nd", "max", "min", "amax", "amin",
+                                  "index_select", "gather", "getitem"):
+        srcs = srcs[:1]  # the data operand; the rest are indices or bounds
+    found = [_grid_scale(s, seen, depth + 1) for s in srcs]
+    return max(found) if found and all(s is not None for s in found) else None  # type: ignore[type-var]
+
+
+def systematic(out: NDArray[Any], ref: NDArray[Any], scale: float | None) -> dict[str, Any]:
+    """The error's systematic part: ``out - ref`` fitted as ``(gain - 1) * ref + offset`` by least squares over the
+    finite elements. ``systematic_steps``: the largest fitted error, in quantization steps (a wrong scale or zero
+    point shows here where no single element leaves the step bound); ``rel_l2``: ``||out - ref|| / ||ref||``."""
+    o, r = out.ravel(), ref.ravel()
+    keep = np.isfinite(o) & np.isfinite(r)
+    o, r = o[keep], r[keep]
+    if o.size == 0:
+        return {"n": 0}
+    if np.ptp(r) > 0:
+        (gain, offset), *_ = np.linalg.lstsq(np.vstack([r, np.ones_like(r)]).T, o, rcond=None)
+    else:  # a constant reference: an offset alone
+        gain, offset = 1.0, float(np.mean(o - r))
+    fitted = float(np.max(np.abs((gain - 1.0) * r + offset)))
+    norm = float(np.linalg.norm(r))
+    out_fig: dict[str, Any] = {"n": int(o.size), "gain": float(gain), "offset": float(offset),
+                               "rel_l2": float(np.linalg.norm(o - r) / norm) if norm > 0 else 0.0}
+    if scale:
+        out_fig["systematic_steps"] = fitted / scale
+        out_fig["bias_steps"] = float(np.mean(o - r)) / scale
+    return out_fig
+
+
+def quantized_check(path: str, out: NDArray[Any], qref: NDArray[Any], scale: float | None,
+                    tol: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """One output against the quantized reference: within ``qtol`` steps of ``scale`` plus ``atol + rtol*|ref|``
+    (``QUANTIZED_DEFAULTS`` where the recipe names none). Returns (the problem or None, the figures)."""
+    qtol = float(tol.get("qtol", QUANTIZED_DEFAULTS["qtol"]))
+    atol = float(tol.get("atol", QUANTIZED_DEFAULTS["atol"]))
+    rtol = float(tol.get("rtol", QUANTIZED_DEFAULTS["rtol"]))
+    o, r = out.astype(np.float64, copy=False), qref.astype(np.float64, copy=False)
+    widen = qtol * scale if scale else 0.0
+    with np.errstate(all="ignore"):
+        diff = np.abs(o - r)
+        close = (diff <= atol + widen + rtol * np.abs(r)) | (np.isnan(o) & np.isnan(r)) | (o == r)
+    err = float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0
+    figures: dict[str, Any] = {"max_abs": err, "scale": scale, "qtol": qtol,
+                               "steps": (err / scale if scale else None), **systematic(o, r, scale)}
+    if not close.all():
+        flat = int(np.argmax(~close.ravel()))
+        bound = f"{qtol:g} step(s) of scale {scale:.4g} + " if scale else "(not quantized) "
+        return (f"{path}: max_abs {err:.4g} against the quantized program exceeds {bound}atol {atol:g} + rtol {rtol:g}*|ref| "
+                f"({int((~close).sum())}/{close.size} elements; first at {_index(flat, out.shape)}: "
+                f"{o.ravel()[flat]:.6g} vs {r.ravel()[flat]:.6g})"), figures
+    fitted = figures.get("systematic_steps")
+    if fitted is not None and figures["n"] >= SYSTEMATIC_MIN_N and fitted > SYSTEMATIC_STEPS:
+        return (f"{path}: a systematic error of {fitted:.3g} step(s) against the quantized program (gain "
+                f"{figures['gain']:.4g}, offset {figures['offset'] / scale:.3g} step(s); at most {SYSTEMATIC_STEPS:g}): "
+                "a wrong scale or zero point"), figures
+    rel, floor = figures.get("rel_l2"), max(rtol, REL_FLOOR.get(str(qref.dtype), 1e-4))
+    if not scale and rel is not None and rel > floor:
+        return (f"{path}: relative L2 error {rel:.3g} against the quantized program exceeds {floor:.3g} (not quantized: "
+                "the float budget): the output is off in scale or magnitude"), figures
+    return None, figures
+
+
+# ------------------------------------------------------------------------------------------------------ the judge
+@dataclass(frozen=True)
+class Comparison:
+    """What the outputs were held to and how they did. ``owner``: who a failure belongs to (``backend``: the
+    delegate diverged from its reference; ``quantizer``: only the quantization-quality floor failed)."""
+
+    ok: bool
+    message: str
+    outputs: tuple[Mapping[str, Any], ...]
+    tolerance: Mapping[str, Any]
+    accuracy: Mapping[str, Any] | None = None
+    owner: str | None = None
+    reference: str = "eager"  # eager, fp64, quantized, baseline
+
+
+class Subject(Protocol):
+    """What the judge reads of a (case, axes) group (``harness.stages.Group``)."""
+
+    built: Any
+    ref: list[Any]
+    case_tolerance: dict[str, Any]
+    fp64_error: str
+
+    def fp64_reference(self) -> list[Any] | None: ...
+
+
+def tolerance(item: Item, recipe: Recipe, group: Subject) -> dict[str, Any]:
+    """What the item's outputs are held to: the recipe's for the dtype, with the case's own where it does not
+    quantize (a quantized recipe keeps only the case's shape-only rule)."""
+    from harness.suites import case_judgement
+
+    tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
+    case_tol = dict(group.case_tolerance)
+    own = getattr(case_judgement(item.case, item.axes.dtype, recipe), "tolerance", None)
+    for key, value in (own or {}).items():  # the case source's override (OpInfo's) widens, never narrows
+        case_tol[key] = max(float(value), float(tol.get(key) or 0.0), float(case_tol.get(key) or 0.0))
+    if group.built is not None and getattr(group.built, "random_outputs", False):
+        case_tol["shape_only"] = True  # it draws random numbers: shapes and dtypes are the contract
+    if not recipe.quantized:
+        tol.update(case_tol)
+    elif case_tol.get("shape_only"):
+        tol["shape_only"] = True
+    return tol
+
+
+@dataclass
+class _Outputs:
+    """The outputs of one item, converted once."""
+
+    raw: list[Any]
+    arrays: list[NDArray[Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.arrays = [to_numpy(o) for o in self.raw]
+
+
+def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline: Any = None, rule: str = "allclose",
+          deterministic: bool | None = None, quantized: QuantizedReference | None = None) -> Comparison:
+    """Every output of one item against its reference: a baseline's or a pair's outputs where given; else the
+    quantized reference for a quantized recipe, dynamo's rule for a model under it, or fp64 with its noise floor.
+    Then the model-level checks (top-1 / next-token agreement, determinism)."""
+    refs = group.ref if baseline is None else baseline.outputs
+    tol = tolerance(item, recipe, group)
+    got = _Outputs(outs)
+    want = [to_numpy(r) for r in refs]
+    dtypes = None
+    if not group.built.ref_dtype or baseline is not None:
+        dtypes = [(dtype_name(o), dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
+    verdict = compare(got.arrays, want, tol, dtypes)
+    result = Comparison(verdict.ok, verdict.message, tuple(verdict.stats), tol)
+    plain = baseline is None and not tol.get("shape_only") and not verdict.structural
+    if plain and recipe.quantized:
+        result = _judge_quantized(item, recipe, got, want, tol, quantized, verdict)
+    elif plain and is_model(item) and rule == "dynamo":
+        # under autocast the device computes in the autocast dtype: its tolerance and multiplier (dynamo's --amp)
+        compute = str(getattr(recipe.options, "autocast", None) or item.axes.dtype)
+        ok, message, accuracy = _dynamo(compute, group, got, refs)
+        result = Comparison(ok, message, tuple(verdict.stats), {"rule": "dynamo", "tol": DYNAMO_TOL.get(compute, 1e-4)},
+                            accuracy, reference="fp64")
+    elif plain:
+        result = _judge_fp64(group, got, want, tol, verdict)
+    return _model_checks(item, recipe, group, got, want, result, deterministic)
+
+
+def is_model(item: Item) -> bool:
+    from harness.suites import is_model_kind
+
+    return is_model_kind(item.case.kind)
+
+
+def _judge_quantized(item: Item, recipe: Recipe, got: _Outputs, fp32: list[NDArray[Any]], tol: dict[str, Any],
+                     q: QuantizedReference | None, fallback: Verdict) -> Comparison:
+    """The delegate against its quantized program (the backend's), then the program against fp32 (the quantizer's)."""
+    if q is None or q.error or len(q.outputs) != len(got.arrays):
+        why = (q.error if q is not None and q.error else "no quantized program to run" if q is None
+               else f"it gave {len(q.outputs)} outputs for {len(got.arrays)}")
+        acc = {"quantized_reference": f"none ({why}): judged against fp32 alone"}
+        return Comparison(fallback.ok, fallback.message, tuple(fallback.stats), tol, acc, "backend" if not fallback.ok else None)
+    qref = [to_numpy(r) for r in q.outputs]
+    problems, quality, stats = [], [], []
+    for i, (o, r, f, scale) in enumerate(zip(got.arrays, qref, fp32, q.scales, strict=True)):
+        path = f"output[{i}]"
+        entry: dict[str, Any] = {"name": path, "shape": list(r.shape), "dtype": str(f.dtype)}
+        if o.shape != r.shape:
+            problems.append(f"{path}: shape {list(o.shape)} != the quantized program's {list(r.shape)}")
+            stats.append(entry)
+            continue
+        entry.update(output_stats(o, r))
+        if _is_float(r):
+            problem, figures = quantized_check(path, o, r, scale, tol)
+        else:
+            problem, figures = _check(path, o, r, entry, {"atol": 0.0, "rtol": 0.0}), {}
+        entry["quantized"] = figures
+        if o.shape == f.shape:  # the quantization quality: the program, and the delegate, against fp32
+            q_stats, d_stats = output_stats(r, f), output_stats(o, f)
+            entry["fp32"] = {"sqnr_db": d_stats["sqnr_db"], "cosine": d_stats["cosine"], "max_abs": d_stats["max_abs"],
+                             "program_sqnr_db": q_stats["sqnr_db"], "program_cosine": q_stats["cosine"]}
+            floor = _quality(path, q_stats, tol)
+            if floor:
+                quality.append(floor)
+        stats.append(entry)
+        if problem:
+            problems.append(problem)
+    tolerance = {**{k: tol.get(k, v) for k, v in QUANTIZED_DEFAULTS.items()}, **tol, "reference": "quantized"}
+    if problems:
+        return Comparison(False, "; ".join(problems), tuple(stats), tolerance, owner="backend", reference="quantized")
+    if quality:
+        msg = "quantizer: " + "; ".join(quality) + " (the delegate matches its quantized program)"
+        return Comparison(False, msg, tuple(stats), tolerance, owner="quantizer", reference="quantized")
+    return Comparison(True, "", tuple(stats), tolerance, reference="quantized")
+
+
+def _quality(path: str, s: Mapping[str, Any], tol: Mapping[str, Any]) -> str | None:
+    floor, cos = tol.get("sqnr_db"), tol.get("cosine")
+    if floor is not None and s["sqnr_db"] < float(floor):
+        return f"{path}: the quantized program's SQNR against fp32 {s['sqnr_db']:.2f} dB < floor {float(floor):g} dB"
+    if cos is not None and s["cosine"] < float(cos):
+        return f"{path}: the quantized program's cosine against fp32 {s['cosine']:.6f} < floor {float(cos):g}"
+    return None
+
+
+def _judge_fp64(group: Subject, got: _Outputs, eager: list[NDArray[Any]], tol: dict[str, Any],
+                verdict: Verdict) -> Comparison:
+    """Float outputs against fp64 with eager's noise floor; integer and bool outputs as compared against eager. The
+    SQNR and cosine floors stay on the eager comparison. Without an fp64 reference, the eager comparison decides."""
+    fp64 = group.fp64_reference() if any(_is_float(e) for e in eager) else None
+    if fp64 is None or len(fp64) != len(eager):
+        why = group.fp64_error or ("it gave a different number of outputs" if fp64 is not None else "")
+        acc = {"fp64_reference": f"none ({why}): against eager alone"} if why else None
+        return Comparison(verdict.ok, verdict.message, tuple(verdict.stats), tol, acc)
+    problems, stats = [], []
+    for i, (o, e, f_raw, entry) in enumerate(zip(got.arrays, eager, fp64, verdict.stats, strict=True)):
+        path, entry = f"output[{i}]", dict(entry)
+        f = to_numpy(f_raw)
+        if _is_float(e) and _is_float(o) and f.shape == e.shape:
+            problem, entry["fp64"] = fp64_check(path, o, e, f, tol, dtype_name(got.raw[i]))
+            problem = problem or _floors(path, entry, tol)
+        else:
+            problem = _check(path, o, e, entry, tol)
+        stats.append(entry)
+        if problem:
+            problems.append(problem)
+    return Comparison(not problems, "; ".join(problems), tuple(stats), {**tol, "k": NOISE_K}, reference="fp64")
+
+
+def _floors(path: str, s: Mapping[str, Any], tol: Mapping[str, Any]) -> str | None:
+    """The SQNR and cosine floors (against eager), where the recipe sets them."""
+    return _check(path, np.zeros(0), np.zeros(0), s, {k: v for k, v in tol.items() if k in ("sqnr_db", "cosine")})
+
+
+def _model_checks(item: Item, recipe: Recipe, group: Subject, got: _Outputs, want: list[NDArray[Any]], result: Comparison,
+                  deterministic: bool | None) -> Comparison:
+    ok, message = result.ok, result.message
+    accuracy: dict[str, Any] = dict(result.accuracy or {})
+    task = getattr(group.built, "task", None)
+    if task and result.outputs and len(got.arrays) == len(want):
+        accuracy.update(_agreement(task, got.arrays[0], want[0]))
+        agree = accuracy.get("top1_agreement", accuracy.get("next_token_agreement"))
+        floor = recipe.accuracy.top1
+        if floor is not None and agree is not None and agree < floor:
+            ok, message = False, "; ".join(filter(None, [message, f"{'top-1' if task == 'classifier' else 'next-token'} agreement "
+                                                                  f"{agree:.4g} < {floor:g} (accuracy.top1)"]))
+    if deterministic is not None:
+        accuracy["deterministic"] = deterministic
+        if recipe.accuracy.deterministic and not deterministic:
+            ok, message = False, "; ".join(filter(None, [message, "two runs on the device gave different outputs (accuracy.deterministic)"]))
+    return Comparison(ok, message, result.outputs, result.tolerance, accuracy or None,
+                      None if ok else (result.owner or "backend"), result.reference)
+
+
+def _dynamo(compute: str, group: Subject, got: _Outputs, refs: list[Any]) -> tuple[bool, str, dict[str, Any]]:
+    """Every output held to dynamo's benchmark rule (``dynamo_rule``) at the tolerance of the dtype the device
+    computed in; which rule passed is recorded."""
+    fp64 = group.fp64_reference()
+    tol = DYNAMO_TOL.get(compute, 1e-4)
+    results = []
+    for i, (o, r) in enumerate(zip(got.arrays, refs, strict=True)):
+        f = to_numpy(fp64[i]) if fp64 is not None and i < len(fp64) else None
+        low = compute in ("float16", "bfloat16")
+        results.append(dynamo_rule(o, to_numpy(r), f, tol, compute if low else dtype_name(got.raw[i])))
+    ok = all(x["pass"] for x in results)
+    rules = {x["rule"] for x in results}
+    acc: dict[str, Any] = {"rule": "none" if not ok else "rmse" if "rmse" in rules else "allclose", "rule_tol": tol}
+    if fp64 is None:  # never silent: the RMSE arm could not be tried
+        acc["fp64_reference"] = f"none ({group.fp64_error or 'no floating-point outputs'}): allclose only"
+    rmses = [(x["rmse"], x["rmse_cpu"], x["multiplier"]) for x in results if "rmse" in x]
+    if rmses:
+        worst = max(rmses, key=lambda t: t[0] - t[2] * t[1])
+        acc.update({"rmse": worst[0], "rmse_cpu": worst[1], "multiplier": worst[2]})
+    why = "; ".join(f"output[{i}]: {x.get('why', 'mismatch')}" for i, x in enumerate(results) if not x["pass"])
+    return ok, (f"dynamo accuracy rule: {why}" if why else ""), acc
+
+
+def _agreement(task: str, out: NDArray[Any], ref: NDArray[Any]) -> dict[str, Any]:
+    if out.shape != ref.shape or out.ndim == 0:
+        return {}
+    agree = float(np.mean(np.argmax(out, axis=-1) == np.argmax(ref, axis=-1)))
+    key = "top1_agreement" if task == "classifier" else "next_token_agreement"
+    return {key: round(agree, 6)}
