@@ -26,7 +26,7 @@ run_requires:                       # to run only: where one fails, items stop o
 tolerances:                         # per dtype, plus "quantized" (used when the recipe quantizes)
   float32: {atol: 1.0e-4, rtol: 1.0e-4}
   float16: {atol: 1.0e-2, rtol: 1.0e-2, sqnr_db: 40}
-  quantized: {sqnr_db: 12}
+  quantized: {qtol: 1, atol: 1.0e-3, rtol: 1.0e-3, sqnr_db: 12}  # against the quantized program; sqnr_db against fp32
 skip:  [{match: "op.foo.*", reason: "why"}]      # fnmatch on "<case>[<dtype>,<shape>]"
 xfail:                              # each rule names the failure it expects
   - {match: "op.max_pool2d.*", status: FAIL_LOWER, message: "IndexError", reason: "upstream bug #123"}
@@ -42,8 +42,11 @@ a regular expression searched in the failure's message; ``delegated_only: true``
 only when the delegate took part of the graph. A listed item that fails any other way is a failure,
 reported with the xfail reason beside it.
 
-An output passes when every criterion its tolerance defines holds: ``|out-ref| <= atol + rtol*|ref|``
-element-wise (when atol or rtol is set) and SQNR >= ``sqnr_db`` (when set). Integer and bool
+What the tolerances hold outputs to is ``harness.judge``'s (docs/recipes.md, "How outputs are judged"): a float
+output against fp64 within ``atol + rtol*|fp64|`` plus twice eager's own error there, and SQNR >= ``sqnr_db``
+against eager (when set); a quantized recipe's output against its quantized program run in eager PyTorch, within
+``qtol`` steps of the output's dequantize scale (default 1) plus ``atol + rtol*|ref|`` (default 1e-3 each), while
+``sqnr_db``/``cosine`` floor the quantized program against fp32 (the quantizer's accuracy). Integer and bool
 outputs must match exactly unless the recipe sets ``int``/``bool`` tolerances.
 """
 
@@ -401,9 +404,11 @@ def _tolerances(raw: Any, loc: str) -> dict[str, dict[str, float]]:
     for dtype, tol in raw.items():
         if dtype not in (*ALL_DTYPES, "quantized", "int"):
             raise RecipeError(f"{loc}: unknown dtype {dtype!r} in `tolerances`")
-        if not isinstance(tol, dict) or set(tol) - set(TOLERANCE_KEYS) - {"shape_only"}:
-            raise RecipeError(f"{loc}: tolerances.{dtype} takes atol, rtol, sqnr_db, cosine")
-        vals = {k: _number(v, loc, f"tolerances.{dtype}.{k}") for k, v in tol.items() if k in TOLERANCE_KEYS}
+        keys = set(TOLERANCE_KEYS) | ({"qtol"} if dtype == "quantized" else set())
+        if not isinstance(tol, dict) or set(tol) - keys - {"shape_only"}:
+            more = ", qtol" if dtype == "quantized" else ""
+            raise RecipeError(f"{loc}: tolerances.{dtype} takes atol, rtol, sqnr_db, cosine{more}")
+        vals = {k: _number(v, loc, f"tolerances.{dtype}.{k}") for k, v in tol.items() if k in keys}
         if any(v < 0 for k, v in vals.items() if k != "sqnr_db"):
             raise RecipeError(f"{loc}: tolerances.{dtype}: atol and rtol cannot be negative")
         out[str(dtype)] = vals

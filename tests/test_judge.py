@@ -1,0 +1,212 @@
+"""The judge (harness/judge.py): the quantized reference, fp64 budgets with the noise floor, and who owns a failure;
+then "nothing verified is never green" and delegated passes apart from CPU fallbacks in every report."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.judge import NOISE_K, SYSTEMATIC_STEPS, fp64_check, quantized_check
+from harness.report import badge, comment, dashboard, markdown, relay
+from harness.report.compare import compare
+from harness.report.summary import by_recipe, headline
+from harness.status import Status
+from harness.verdict import triage
+
+from .conftest import FIXTURES
+
+TOL = {"atol": 1e-4, "rtol": 1e-4}
+
+
+def _fp64(n: int = 256, seed: int = 0, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """A float64 reference and the float32 eager output of the same values."""
+    f = np.random.default_rng(seed).normal(size=n) * scale
+    return f, f.astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------------------ fp64 budgets
+def test_fp64_budget_passes_what_eager_passes_and_widens_by_the_noise() -> None:
+    f, e = _fp64()
+    assert fp64_check("o", e, e, f, TOL, "float32")[0] is None
+    # every output within the recipe's atol/rtol of eager is within the fp64 budget too (k >= 1 + rtol)
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        bound = TOL["atol"] + TOL["rtol"] * np.abs(e.astype(np.float64))
+        o = (e + rng.uniform(-1, 1, e.size) * bound * 0.999).astype(np.float32)
+        assert np.allclose(o, e, **TOL)
+        assert fp64_check("o", o, e, f, TOL, "float32")[0] is None
+    # a noisy eager output (a long float16 reduction): the budget is k x its noise, and no more
+    noise = np.random.default_rng(2).normal(size=f.size) * 1e-2
+    noisy = f + noise
+    budget = NOISE_K * float(np.abs(noise).max())
+    just_in = f + np.sign(noise) * (budget * 0.9)
+    just_out = f + np.sign(noise) * (budget * 1.2)
+    problem, figures = fp64_check("o", just_in, noisy, f, {"atol": 0.0, "rtol": 0.0}, "float16")
+    assert problem is None and figures["noise_max_abs"] == pytest.approx(np.abs(noise).max())
+    assert 0 < figures["ratio"] < NOISE_K
+    problem, figures = fp64_check("o", just_out, noisy, f, {"atol": 0.0, "rtol": 0.0}, "float16")
+    assert problem and "x noise" in problem and figures["ratio"] > NOISE_K
+
+
+def test_fp64_budget_is_magnitude_aware() -> None:
+    f, e = _fp64(scale=1e-6)  # every value far below atol: the element-wise bound alone passes anything small
+    zeros = np.zeros_like(e)
+    assert np.allclose(zeros, e, **TOL)  # the old comparison passed an all-zero output here
+    problem, figures = fp64_check("output[0]", zeros, e, f, TOL, "float32")
+    assert problem and "is 0 x fp64" in problem and figures["gain"] == 0.0 and figures["rel_l2"] == pytest.approx(1.0)
+    f, e = _fp64()
+    problem, _ = fp64_check("output[0]", (e * 1.01).astype(np.float32), e, f, {"atol": 1e-1, "rtol": 0.0}, "float32")
+    assert problem and "off in scale" in problem
+    # an all-zero reference has no magnitude to hold: the element-wise bound decides
+    assert fp64_check("o", np.zeros(4), np.zeros(4, np.float32), np.zeros(4), TOL, "float32")[0] is None
+
+
+def test_fp64_budget_keeps_eager_where_it_is_not_finite() -> None:
+    f = np.array([1.0, 1e39, np.nan])  # 1e39 overflows float32: eager gives inf
+    e = np.array([1.0, np.inf, np.nan], dtype=np.float32)
+    assert fp64_check("o", e.copy(), e, f, TOL, "float32")[0] is None
+    problem, _ = fp64_check("o", np.array([1.0, 3.0e38, np.nan], np.float32), e, f, TOL, "float32")
+    assert problem and "not finite" in problem
+
+
+# ------------------------------------------------------------------------------------------ the quantized reference
+def _grid(n: int = 512, scale: float = 0.02, seed: int = 0) -> np.ndarray:
+    return np.round(np.random.default_rng(seed).normal(size=n) / scale).clip(-128, 127) * scale
+
+
+def test_quantized_check_holds_within_qtol_steps() -> None:
+    r = _grid()
+    flips = r.copy()
+    flips[::37] += 0.02  # a rounding difference of one step on a few elements
+    assert quantized_check("o", flips, r, 0.02, {})[0] is None
+    two = r.copy()
+    two[5] += 0.04
+    problem, figures = quantized_check("output[0]", two, r, 0.02, {})
+    assert problem and problem.startswith("output[0]: max_abs 0.04 against the quantized program exceeds 1 step(s)")
+    assert figures["steps"] == pytest.approx(2.0)
+    assert quantized_check("o", two, r, 0.02, {"qtol": 2})[0] is None
+
+
+@pytest.mark.parametrize("fault", ["shift", "scale", "zeros"])
+def test_quantized_check_catches_systematic_errors(fault: str) -> None:
+    r = _grid()
+    out = {"shift": r + 0.02, "scale": r * 1.03, "zeros": np.zeros_like(r)}[fault]
+    problem, figures = quantized_check("o", out, r, 0.02, {})
+    assert problem, figures
+    if fault == "shift":  # every element within one step: only the systematic part shows it
+        assert figures["steps"] == pytest.approx(1.0) and figures["systematic_steps"] > SYSTEMATIC_STEPS
+    # not quantized (no dequantize scale): the same faults, held by the fitted gain and offset
+    f = np.random.default_rng(3).normal(size=512)
+    out = {"shift": f + 0.02, "scale": f * 1.03, "zeros": np.zeros_like(f)}[fault]
+    problem, _ = quantized_check("o", out, f, None, {"atol": 5e-2})
+    assert problem and ("systematic" in problem) == (fault == "shift"), problem
+
+
+def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:
+    assert triage(Status.FAIL_MISMATCH, None, False, "quantizer") == "quantizer"
+    assert triage(Status.FAIL_MISMATCH, None, False, "backend") == "backend"
+    assert triage(Status.FAIL_RUN, None, False, "quantizer") == "backend"
+
+
+@pytest.mark.slow
+def test_int8_delegates_with_a_wrong_scale_or_zero_point_fail(bti, tmp_path: Path) -> None:
+    """A delegate 3 % off in scale, or one step off in zero point, is FAIL_MISMATCH on every item where the fault-free
+    delegate passes, though its SQNR against fp32 clears the old 10 dB criterion; a floor only the quantizer misses is
+    the quantizer's."""
+    args = ["run", "-s", str(FIXTURES / "suites" / "quantizable.yaml"), "-o", str(tmp_path), "--no-reuse", "-j", "2"]
+    for r in ("fault-int8-none", "fault-int8-scale", "fault-int8-shift", "fault-int8-floor"):
+        args += ["-r", r]
+    res = bti(*args)
+    assert res.code == 1, res.err
+    recs = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[1:]]
+    by = {(r["case"], r["recipe"]): r for r in recs}
+    cases = sorted({r["case"] for r in recs})
+    passing = [c for c in cases if by[(c, "fault-int8-none")]["status"] == "PASS"]
+    assert len(passing) == len(cases) == 6
+    scaled = []
+    for c in passing:
+        clean = by[(c, "fault-int8-none")]
+        assert clean["reference"] == "quantized" and clean["outputs"][0]["quantized"]["max_abs"] <= 0.05
+        for fault in ("fault-int8-scale", "fault-int8-shift"):
+            rec = by[(c, fault)]
+            assert rec["status"] == "FAIL_MISMATCH" and rec["triage"] == "backend", (c, fault, rec["detail"])
+            assert "against the quantized program" in rec["detail"]
+        scaled.append(by[(c, "fault-int8-scale")]["outputs"][0]["fp32"]["sqnr_db"])
+        floor = by[(c, "fault-int8-floor")]
+        assert floor["status"] == "FAIL_MISMATCH" and floor["triage"] == "quantizer" and floor["detail"].startswith("quantizer: ")
+    assert min(scaled) > 10.0  # what bti held int8 programs to before: every faulty delegate passed it
+    # the output's dequantize scale is found on the quantized ops (through the graph's views and pools)
+    found = {c for c in passing if by[(c, "fault-int8-none")]["outputs"][0]["quantized"].get("scale")}
+    assert {c for c in found if c.startswith(("op.linear", "op.conv2d", "op.add", "op.mul"))} == \
+        {c for c in passing if c.startswith(("op.linear", "op.conv2d", "op.add", "op.mul"))}
+
+
+# ----------------------------------------------------------------------------------------- nothing verified, fallback
+def _rec(item: str, recipe: str, status: str, detail: str = "") -> dict[str, Any]:
+    return {"kind": "result", "id": f"{item}@{recipe}", "case": item.split("[")[0], "suite": "s", "recipe": recipe,
+            "backend": "executorch", "status": status, "detail": detail, "axes": {}}
+
+
+def _run(*recs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    recipes = sorted({r["recipe"] for r in recs})
+    return {"kind": "header", "run_id": "r1", "recipes": {n: "h" for n in recipes}}, list(recs)
+
+
+def test_a_recipe_that_verified_nothing_is_never_green() -> None:
+    header, recs = _run(_rec("op.add.a[float32,static]", "qnn", "UNAVAILABLE", "QNN_SDK_ROOT is not set"),
+                        _rec("op.mul.a[float32,static]", "qnn", "UNAVAILABLE", "QNN_SDK_ROOT is not set"))
+    line = headline(header, recs)
+    assert line.startswith("⚠️ nothing verified") and "QNN_SDK_ROOT" in line and "✅" not in line
+    assert "nothing verified" in markdown.render(header, recs).splitlines()[0]
+    body = comment.render("npu", header, recs, None)
+    assert "✅" not in body and "nothing verified" in body and "`qnn` verified nothing" in body
+    assert badge.badge_fields(list(by_recipe(header, recs).values()), "b")["message"] == "nothing verified"
+    assert "nothing verified" in dashboard.render(header, recs)
+    assert relay.payload(header, recs, job_name="j", artifact_url=None)["conclusion"] == "failure"
+    # one recipe verified, the other not: the headline still says so
+    header, recs = _run(_rec("op.add.a[float32,static]", "xnnpack", "PASS"), *recs)
+    assert headline(header, recs).startswith("⚠️ nothing verified on qnn")
+
+
+def test_cpu_fallbacks_are_told_apart_from_delegated_passes() -> None:
+    recs = [_rec(f"op.x{i}.a[float32,static]", "npu", "PASS") for i in range(21)]
+    recs += [_rec(f"op.y{i}.a[float32,static]", "npu", "PASS_UNDELEGATED") for i in range(20)]
+    header, recs = _run(*recs)
+    s = by_recipe(header, recs)["npu"]
+    assert s.pass_text() == "41 passed: 21 on the delegate, 20 fell back to the CPU"
+    assert "| `npu` | 41 | 21 | 20 |" in markdown.render(header, recs)
+    assert "| `npu` | 41 | 21 | 20 | 41 |" in comment.render("npu", header, recs, None)
+    assert "41 passed: 21 on the delegate, 20 fell back to the CPU" in dashboard.render(header, recs)
+    assert badge.badge_fields([s], "b")["message"] == "41/41 (21 delegated)"
+
+
+def test_a_crash_that_became_expected_is_not_fixed() -> None:
+    base = [_rec("op.a.a[float32,static]", "r", "CRASH"), _rec("op.b.a[float32,static]", "r", "FAIL_RUN")]
+    head = [_rec("op.a.a[float32,static]", "r", "XFAIL"), _rec("op.b.a[float32,static]", "r", "PASS")]
+    c = compare(base, head)  # type: ignore[arg-type]
+    assert [x.id for x in c.newly_expected] == ["op.a.a[float32,static]@r"]
+    assert [x.id for x in c.fixed] == ["op.b.a[float32,static]@r"]
+    header, recs = _run(*head)
+    body = comment.render("k", header, recs, c)
+    assert "**1** fixed · 1 newly expected" in body and "### Newly expected" in body
+    fixed = body.split("### Fixed")[1].split("###")[0]
+    assert "op.a.a" not in fixed
+
+
+@pytest.mark.slow
+def test_run_exits_1_when_a_recipe_verified_nothing(bti, tmp_path: Path) -> None:
+    res = bti("run", "-s", "smoke", "-k", "op.add.*", "-r", "qnn", "-o", str(tmp_path / "a"))
+    assert res.code == 1, res.err
+    assert "nothing verified on qnn" in res.err and "--allow-unverified" in res.err
+    statuses = Counter(json.loads(x)["status"] for x in (tmp_path / "a" / "results.jsonl").read_text().splitlines()[1:])
+    assert set(statuses) == {"UNAVAILABLE"}
+    assert (tmp_path / "a" / "summary.md").read_text().startswith("# bti results: ⚠️ nothing verified")
+    assert json.loads((tmp_path / "a" / "badge-qnn.json").read_text())["message"] == "nothing verified"
+    res = bti("run", "-s", "smoke", "-k", "op.add.*", "-r", "qnn", "-o", str(tmp_path / "b"), "--allow-unverified")
+    assert res.code == 0, res.err
+    assert "allowed (--allow-unverified)" in res.err
