@@ -95,7 +95,7 @@ class FaultBackend(ExecuTorchBackend):
         if self.armed == "shift":
             n = float(self.options.get("steps", 1))
             return [o + n * (step if step else 0.01 * float(o.abs().max())) if o.is_floating_point() else o
-                    for o, step in zip(outs, self.steps + [None] * len(outs))]
+                    for o, step in zip(outs, self.steps + [None] * len(outs), strict=False)]
         if self.armed == "flaky" and self.first_time:  # wrong on a program's first attempt only
             return [o + 1.0 for o in outs]
         return outs

@@ -86,7 +86,11 @@ def test_ethos_u_and_vgf_lower_and_stop_as_lowered_with_vela_estimates(bti, tmp_
     res = bti("run", "-s", "smoke", "-k", "op.relu.basic*", "--shape", "static", "-r", "arm-ethos-u55",
               "-r", "arm-ethos-u85", "-r", "arm-vgf-fp", "-o", str(tmp_path), "--no-reuse", "--bundle",
               env={"ARM_EXECUTOR_RUNNER": "", "VK_INSTANCE_LAYERS": ""})
-    assert res.code == 0, res.err  # LOWERED fails no run
+    assert res.code == 1 and "nothing verified on arm-ethos-u55" in res.err, res.err  # LOWERED verified nothing
+    res = bti("run", "-s", "smoke", "-k", "op.relu.basic*", "--shape", "static", "-r", "arm-ethos-u55",
+              "-r", "arm-ethos-u85", "-r", "arm-vgf-fp", "-o", str(tmp_path), "--no-reuse", "--bundle", "--allow-unverified",
+              env={"ARM_EXECUTOR_RUNNER": "", "VK_INSTANCE_LAYERS": ""})
+    assert res.code == 0, res.err  # LOWERED fails no run where nothing verified is allowed
     _, records = load(tmp_path / "results.jsonl")
     by = {r["recipe"]: r for r in records if r["status"] != "SKIP"}
     assert {k: r["status"] for k, r in by.items()} == {"arm-ethos-u55": "LOWERED", "arm-ethos-u85": "LOWERED",
@@ -118,13 +122,14 @@ def test_ethos_u_and_vgf_lower_and_stop_as_lowered_with_vela_estimates(bti, tmp_
     dashboard = (tmp_path / "dashboard.html").read_text()
     assert "vela: " in dashboard and "LOWERED" in dashboard
     badge = json.loads((tmp_path / "badge-arm-ethos-u55.json").read_text())
-    assert badge["message"] == "1 lowered, not run here" and badge["color"] == "lightgrey"
+    assert badge["message"] == "nothing verified: 1 lowered, not run here" and badge["color"] == "lightgrey"
     from harness.report.comment import render
 
     header, all_records = load(tmp_path / "results.jsonl")
     comment = render("arm", header, all_records, None)
-    assert "| recipe | passed | ran | rate | vs base | 📦 lowered, not run here |" in comment
-    assert "| `arm-ethos-u55` | 0 | 0 | — |  | 1 |" in comment
+    assert "| recipe | passed | on the delegate | CPU fallback | ran | rate | vs base | 📦 lowered, not run here |" in comment
+    assert "| `arm-ethos-u55` | 0 | 0 | 0 | 0 | **nothing verified** |  | 1 |" in comment
+    assert "`arm-ethos-u55` verified nothing: 1 LOWERED" in comment
     site = tmp_path / "site"
     assert bti("portal", str(tmp_path / "results.jsonl"), "-o", str(site)).code == 0
     assert '<option value="lowered">' in (site / "index.html").read_text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def _tables(latest: list[Any], info: dict[str, Any], out_dir: Path, support: boo
               help="Comma-separated: junit, md, csv, badge, html (dashboard.html), opdiff (opdiff.jsonl: opdiff's results "
               "format, for its measure/report_*.py scripts).")
 @click.option("--step-summary", type=click.Path(path_type=Path), envvar="GITHUB_STEP_SUMMARY", help="Append the Markdown summary here (default: $GITHUB_STEP_SUMMARY).")
-@click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total= lines here ($GITHUB_OUTPUT).")
+@click.option("--github-output", type=click.Path(path_type=Path), help="Append passed=, failed=, total=, unverified= (recipes that verified nothing) lines here ($GITHUB_OUTPUT).")
 @click.option("--coverage", is_flag=True, help="Also write coverage.md/coverage.json: the core ATen ops these results cover and miss.")
 @click.option("--readme-table", "readme", type=click.Path(path_type=Path),
               help="Fill the accelerator × model and op × backend tables between the bti:models / bti:ops markers of this file.")
@@ -87,11 +88,15 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
             fh.write(paths["md"].read_text(encoding="utf-8"))
     if github_output:
         from harness.github.events import write_github_output
+        from harness.report.summary import unverified
         from harness.results import status_of
 
         write_github_output(str(github_output), {"passed": str(sum(status_of(r).is_pass for r in latest)),
                                                  "failed": str(sum(status_of(r).is_failure for r in latest)),
-                                                 "total": str(len(latest))})
+                                                 "total": str(len(latest)),
+                                                 # recipe names come from the results (untrusted): plain names only
+                                                 "unverified": ",".join(re.sub(r"[^A-Za-z0-9._-]", "-", s.name)[:80]
+                                                                        for s in unverified(dict(header), latest))})
     if not quiet:
         for kind, path in paths.items():
             click.echo(f"{kind}\t{path}")
