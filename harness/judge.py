@@ -268,6 +268,44 @@ def dynamo_rule(res: NDArray[Any], ref: NDArray[Any], fp64: NDArray[Any] | None,
     return out
 
 
+# ---------------------------------------------------------------------------------------------------- references
+def eager_reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
+    """The case's module in eager PyTorch on the CPU: in the case's dtype, or in its ``ref`` dtype where the case
+    asks for an upcast reference."""
+    import copy
+
+    import torch
+
+    from harness.builders.build import torch_dtype
+
+    with torch.no_grad():
+        if built.ref_dtype:
+            up = torch_dtype(built.ref_dtype)
+
+            def cast(t: Any) -> Any:
+                return t.to(up) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+
+            return leaves(copy.deepcopy(built.module).to(up)(*[cast(t) for t in inputs]))
+        return leaves(built.module(*inputs))
+
+
+def fp64_reference(module: Any, inputs: tuple[Any, ...]) -> tuple[list[Any] | None, str]:
+    """A copy of the module and its float inputs in float64, run on the CPU: (its outputs, "") or (None, why it
+    cannot run in float64)."""
+    import torch
+
+    from harness.builders.build import copy_module
+
+    def up(t: Any) -> Any:
+        return t.to(torch.float64) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+
+    try:
+        with torch.no_grad():
+            return leaves(copy_module(module).to(torch.float64)(*[up(t) for t in inputs])), ""
+    except Exception as exc:  # a module that cannot run in float64: judged against eager alone, and said so
+        return None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+
+
 # ------------------------------------------------------------------------------------------------ the fp64 budget
 def _is_float(a: NDArray[Any]) -> bool:
     return bool(np.issubdtype(a.dtype, np.floating))

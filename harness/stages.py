@@ -30,7 +30,7 @@ from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
-from harness.judge import Comparison, QuantizedReference, comparable, compare, judge, leaves, same_tensor, to_numpy, tolerance
+from harness.judge import Comparison, QuantizedReference, comparable, compare, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
 from harness.metrics import latency_stats, opdiff_diff
 from harness.providers import ProviderError
 from harness.recipes import Recipe
@@ -97,24 +97,6 @@ class StageLog:
         return value
 
 
-def reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
-    import copy
-
-    import torch
-
-    from harness.builders.build import torch_dtype
-
-    with torch.no_grad():
-        if built.ref_dtype:
-            up = torch_dtype(built.ref_dtype)
-
-            def cast(t: Any) -> Any:
-                return t.to(up) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-
-            return leaves(copy.deepcopy(built.module).to(up)(*[cast(t) for t in inputs]))
-        return leaves(built.module(*inputs))
-
-
 class Group:
     """The shared part of a (case, axes) group: built module, pristine inputs, reference, exported program."""
 
@@ -133,7 +115,7 @@ class Group:
         def build() -> None:
             self.built = prebuilt if prebuilt is not None else build_case(item.case, item.axes, item.seed)
             ref_inputs = clone_inputs(self.built.run)
-            self.ref = reference(self.built, ref_inputs)
+            self.ref = eager_reference(self.built, ref_inputs)
             self.ref_mutates = not inputs_equal(ref_inputs, self.built.run)
             self._weights_seen = self._weights_version()
 
@@ -190,19 +172,8 @@ class Group:
         """The module's outputs in float64 on the CPU (dynamo's accuracy rule), computed once; None when the
         module cannot run in float64."""
         if self._fp64 is None:
-            import torch
-
-            from harness.builders.build import copy_module
-
-            def up(t: Any) -> Any:
-                return t.to(torch.float64) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-
-            try:
-                with torch.no_grad():
-                    self._fp64 = leaves(copy_module(self.built.module).to(torch.float64)(*[up(t) for t in clone_inputs(self.built.run)]))
-            except Exception as exc:  # a module that cannot run in float64: the rule has its allclose arm only
-                self._fp64 = []
-                self.fp64_error = f"{type(exc).__name__}: {first_line(str(exc))[:200]}"
+            outs, self.fp64_error = fp64_reference(self.built.module, clone_inputs(self.built.run))
+            self._fp64 = outs or []
         return self._fp64 or None
 
     def fresh_built(self) -> Any:
@@ -452,7 +423,7 @@ def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Compa
     for i, inputs in enumerate(more, start=1):
         try:
             got = list(backend.execute(handle, clone_inputs(inputs), 0, 1)[0])
-            want = reference(group.built, clone_inputs(inputs))
+            want = eager_reference(group.built, clone_inputs(inputs))
         except Exception as exc:
             problems.append(f"input set {i}: {type(exc).__name__}: {first_line(str(exc))[:300]}")
             sets.append({"ok": False, "code": "RUN_FAILED", "msg": first_line(str(exc))[:300]})
