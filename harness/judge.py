@@ -289,9 +289,10 @@ def eager_reference(built: Any, inputs: tuple[Any, ...]) -> list[Any]:
         return leaves(built.module(*inputs))
 
 
-def fp64_reference(module: Any, inputs: tuple[Any, ...]) -> tuple[list[Any] | None, str]:
-    """A copy of the module and its float inputs in float64, run on the CPU: (its outputs, "") or (None, why it
-    cannot run in float64)."""
+def fp64_reference(built: Any, inputs: tuple[Any, ...], count: int) -> tuple[list[Any] | None, str]:
+    """The float64 reference of a built case: its source's own (``built.fp64_ref``, OpInfo's NumPy ``op.ref``) where
+    it gives ``count`` outputs, else a copy of the module and its float inputs in float64, on the CPU. Returns (the
+    outputs, where they came from: ``op.ref`` or ``module``) or (None, why there are none)."""
     import torch
 
     from harness.builders.build import copy_module
@@ -299,9 +300,16 @@ def fp64_reference(module: Any, inputs: tuple[Any, ...]) -> tuple[list[Any] | No
     def up(t: Any) -> Any:
         return t.to(torch.float64) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
 
+    if built.fp64_ref is not None:
+        try:
+            outs = [o for o in built.fp64_ref(*inputs) if isinstance(o, torch.Tensor)]
+            if len(outs) == count:
+                return outs, "op.ref"
+        except Exception:  # a reference that cannot take this sample: the module in float64 instead
+            pass
     try:
         with torch.no_grad():
-            return leaves(copy_module(module).to(torch.float64)(*[up(t) for t in inputs])), ""
+            return leaves(copy_module(built.module).to(torch.float64)(*[up(t) for t in inputs])), "module"
     except Exception as exc:  # a module that cannot run in float64: judged against eager alone, and said so
         return None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
 
@@ -520,6 +528,7 @@ class Subject(Protocol):
     ref: list[Any]
     case_tolerance: dict[str, Any]
     fp64_error: str
+    fp64_source: str
 
     def fp64_reference(self) -> list[Any] | None: ...
 
@@ -660,7 +669,8 @@ def _judge_fp64(group: Subject, got: _Outputs, eager: list[NDArray[Any]], tol: d
         stats.append(entry)
         if problem:
             problems.append(problem)
-    return Comparison(not problems, "; ".join(problems), tuple(stats), {**tol, "k": NOISE_K}, reference="fp64")
+    return Comparison(not problems, "; ".join(problems), tuple(stats), {**tol, "k": NOISE_K, "fp64": group.fp64_source},
+                      reference="fp64")
 
 
 def _floors(path: str, s: Mapping[str, Any], tol: Mapping[str, Any]) -> str | None:

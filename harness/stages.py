@@ -126,6 +126,7 @@ class Group:
         self._other: Group | None = None
         self._fp64: list[Any] | None = None
         self.fp64_error = ""  # why the module gave no float64 reference (the record says so)
+        self.fp64_source = ""  # where it came from: op.ref (the case source's) or module
         self.item = item
 
     def _weights_version(self) -> int:
@@ -172,8 +173,9 @@ class Group:
         """The module's outputs in float64 on the CPU (dynamo's accuracy rule), computed once; None when the
         module cannot run in float64."""
         if self._fp64 is None:
-            outs, self.fp64_error = fp64_reference(self.built.module, clone_inputs(self.built.run))
+            outs, why = fp64_reference(self.built, clone_inputs(self.built.run), len(self.ref))
             self._fp64 = outs or []
+            self.fp64_source, self.fp64_error = (why, "") if outs is not None else ("", why)
         return self._fp64 or None
 
     def fresh_built(self) -> Any:

@@ -33,6 +33,9 @@ class Built:
     pair_judged: bool = True  # a pair's a is judged against b's outputs (else against its own reference; the a-b diff is a figure)
     random_outputs: bool = False  # the module draws random numbers: only shapes and dtypes can be compared
     more_runs: tuple[tuple[Any, ...], ...] = ()  # further input sets, each run once and compared (opdiff's sampled inputs)
+    # the case source's own float64 reference of the run inputs (OpInfo's NumPy ``op.ref``), used before the module in
+    # float64 (harness.judge): ``fp64_ref(*inputs) -> list of outputs``
+    fp64_ref: Any = None
 
 
 class OpModule(torch.nn.Module):
