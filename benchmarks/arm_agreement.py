@@ -8,6 +8,11 @@ subtest ``test_<op>_<fn>[<flow>-<params>]`` #n is bti's case ``upstream.<op>.<fn
     .venv/bin/python benchmarks/arm_agreement.py                       # arm_tosa_fp and arm_tosa_int, every op file
     .venv/bin/python benchmarks/arm_agreement.py --files add,mul,conv2d --flows arm_tosa_fp
     .venv/bin/python benchmarks/arm_agreement.py --reuse-upstream     # bti again, upstream's report kept in --out
+    .venv/bin/python benchmarks/arm_agreement.py --flows xnnpack_static_int8_per_channel --tree ../old   # bti of another checkout
+
+The XNNPACK int8 flows (``xnnpack_static_int8_per_channel``, ``…_per_tensor``, ``xnnpack_dynamic_int8_per_channel``) are
+compared the same way. ``--tree DIR`` runs bti from another checkout (``python -m harness`` there, with this venv):
+verdicts before and after a change, against the same upstream report.
 
 Verdicts are compared in upstream's classes: pass (delegated or not), skip, or a failure at a stage (quantize,
 lower, load, run, output mismatch). A test whose own model fails in eager PyTorch is upstream's "Skip" with the error
@@ -27,7 +32,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FLOWS = {"arm_tosa_fp": "arm-tosa-fp", "arm_tosa_int": "arm-tosa-int"}
+FLOWS = {"arm_tosa_fp": "arm-tosa-fp", "arm_tosa_int": "arm-tosa-int",
+         "xnnpack_static_int8_per_channel": "xnnpack-int8-static-per-channel",
+         "xnnpack_static_int8_per_tensor": "xnnpack-int8-static-per-tensor",
+         "xnnpack_dynamic_int8_per_channel": "xnnpack-int8-dynamic-per-channel"}
 UPSTREAM_CLASS = {"Lowering Failed": "lower", "Quantization Failed": "quantize", "PTE Load Failed": "load",
                   "PTE Run Failed": "run", "Output Mismatch": "mismatch", "Unknown Failure": "other"}
 BTI_CLASS = {"PASS": "pass", "PASS_UNDELEGATED": "pass", "SKIP": "skip", "FAIL_QUANTIZE": "quantize",
@@ -82,12 +90,12 @@ def upstream(flow: str, files: list[str] | None, jobs: int, out: Path,
     return verdicts, wall
 
 
-def bti(recipe: str, files: list[str] | None, jobs: int, out: Path) -> tuple[dict[str, tuple[str, str]], float]:
-    dest = out / f"bti-{recipe}"
+def bti(recipe: str, files: list[str] | None, jobs: int, out: Path, tree: Path = ROOT) -> tuple[dict[str, tuple[str, str]], float]:
+    dest = out / (f"bti-{recipe}" if tree == ROOT else f"bti-{recipe}-{tree.name}")
     filters = [arg for f in files for arg in ("-k", f"upstream.{f}.*")] if files else []
     t0 = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).parent / "bti"), "run", "-s", "executorch-upstream-ops", "-r", recipe, "-j",
-                    str(jobs), "--no-reuse", "-o", str(dest), *filters], capture_output=True, text=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "harness", "run", "-s", "executorch-upstream-ops", "-r", recipe, "-j",
+                    str(jobs), "--no-reuse", "-o", str(dest.resolve()), *filters], capture_output=True, text=True, cwd=tree)
     wall = time.perf_counter() - t0
     verdicts = {}
     for line in (dest / "results.jsonl").read_text().splitlines()[1:]:
@@ -104,13 +112,14 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("out-agreement"))
     ap.add_argument("--reuse-upstream", action="store_true", help="read upstream's report from --out if it is there")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="run bti from this checkout (default: this one)")
     ns = ap.parse_args()
     files = [f for f in ns.files.split(",") if f] or None
     ns.out.mkdir(parents=True, exist_ok=True)
     for flow in ns.flows.split(","):
         recipe = FLOWS[flow]
         up, up_wall = upstream(flow, files, ns.jobs, ns.out, ns.reuse_upstream)
-        ours, bti_wall = bti(recipe, files, ns.jobs, ns.out)
+        ours, bti_wall = bti(recipe, files, ns.jobs, ns.out, ns.tree.resolve())
         both = sorted(set(up) & set(ours))
         agree = [c for c in both if up[c][0] == ours[c][0]]
         differ = [c for c in both if up[c][0] != ours[c][0]]

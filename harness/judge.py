@@ -533,6 +533,15 @@ class Subject(Protocol):
     def fp64_reference(self) -> list[Any] | None: ...
 
 
+def device_tolerance(tol: Mapping[str, Any]) -> dict[str, Any]:
+    """What a bundled program's run on a device (``bti verify``) is held to, from the tolerance its item was judged by:
+    the bundle's expected outputs are eager's, so a quantized item keeps its floors against fp32 (``sqnr_db``,
+    ``cosine``) and a float item its ``atol``/``rtol`` and floors; the judge's own figures (``reference``, ``k``,
+    ``fp64``, ``qtol``) stay behind."""
+    keep = ("sqnr_db", "cosine") if tol.get("reference") == "quantized" else ("atol", "rtol", "sqnr_db", "cosine")
+    return {k: v for k, v in tol.items() if k in keep or k == "shape_only"}
+
+
 def tolerance(item: Item, recipe: Recipe, group: Subject) -> dict[str, Any]:
     """What the item's outputs are held to: the recipe's for the dtype, with the case's own where it does not
     quantize (a quantized recipe keeps only the case's shape-only rule)."""

@@ -30,7 +30,7 @@ from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
-from harness.judge import Comparison, QuantizedReference, comparable, compare, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
+from harness.judge import Comparison, QuantizedReference, comparable, compare, device_tolerance, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
 from harness.metrics import latency_stats, opdiff_diff
 from harness.providers import ProviderError
 from harness.recipes import Recipe
@@ -280,7 +280,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     if bundle_dir and (rec.get("artifacts") or {}).get("bpte"):  # what `bti verify` needs to judge it where it runs
         card = {k: v for k, v in base_record(item, recipe, "").items() if k not in ("kind", "run_id", "attempt")}
         # a LOWERED item was never compared: its card still names the tolerance its device run is held to
-        card.update(tolerance=rec.get("tolerance") or tolerance(item, recipe, group), recipe_hash=recipe.hash,
+        card.update(tolerance=device_tolerance(rec.get("tolerance") or tolerance(item, recipe, group)), recipe_hash=recipe.hash,
                     status=rec["status"])
         if rec.get("xfail"):
             card["xfail"] = rec["xfail"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.judge import Comparison, compare, to_numpy
+from harness.judge import Comparison, compare, device_tolerance, to_numpy
 from harness.metrics import latency_stats
 from harness.providers import ProviderError, ProviderSpec, RunOptions, bundled_cases, check_program
 from harness.results import SCHEMA, Header, Record, ResultsWriter, iter_lines
@@ -135,7 +135,9 @@ def load_bundles(paths: list[Path], results: Path | None, override: dict[str, fl
         elif card.get("tolerance") is not None:
             tol, source = _tolerance(card["tolerance"], str(card_path)), "bundle card"
         elif record is not None and record.get("tolerance") is not None:
-            tol, source = _tolerance(record["tolerance"], f"{results or 'results.jsonl'} ({record.get('id')})"), "results file"
+            raw = record["tolerance"]  # what the item was judged by: the part a device run against eager outputs can use
+            tol = _tolerance(device_tolerance(raw) if isinstance(raw, dict) else raw, f"{results or 'results.jsonl'} ({record.get('id')})")
+            source = "results file"
         else:
             tol, source = dict(DEFAULT_TOL), "default (no card, no results record)"
             uncarded.append(f.name)
