@@ -43,7 +43,7 @@ only when the delegate took part of the graph. A listed item that fails any othe
 reported with the xfail reason beside it.
 
 What the tolerances hold outputs to is ``harness.judge``'s (docs/recipes.md, "How outputs are judged"): a float
-output against fp64 within ``atol + rtol*|fp64|`` plus twice eager's own error there, and SQNR >= ``sqnr_db``
+output against fp64 within ``atol + rtol*|fp64|`` plus twice eager's own error at each element, and SQNR >= ``sqnr_db``
 against eager (when set); a quantized recipe's output against its quantized program run in eager PyTorch, within
 ``qtol`` steps of the output's dequantize scale (default 1) plus ``atol + rtol*|ref|`` (default 1e-3 each), while
 ``sqnr_db``/``cosine`` floor the quantized program against fp32 (the quantizer's accuracy). Integer and bool
@@ -210,8 +210,8 @@ class Recipe:
 
     def tolerance(self, dtype: str) -> dict[str, float]:
         tols = {**DEFAULT_TOLERANCES, **self.tolerances}
-        if self.quantized and dtype in ("float32", "float16", "bfloat16"):
-            return dict(tols["quantized"])
+        if self.quantized and dtype in ("float32", "float16", "bfloat16"):  # a recipe's keys over the default floor
+            return {**DEFAULT_TOLERANCES["quantized"], **self.tolerances.get("quantized", {})}
         if dtype in ("bool",) or dtype.startswith(("int", "uint")):
             return dict(tols.get(dtype) or tols["int"])
         return dict(tols.get(dtype) or tols["float32"])

@@ -280,7 +280,8 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     if bundle_dir and (rec.get("artifacts") or {}).get("bpte"):  # what `bti verify` needs to judge it where it runs
         card = {k: v for k, v in base_record(item, recipe, "").items() if k not in ("kind", "run_id", "attempt")}
         # a LOWERED item was never compared: its card still names the tolerance its device run is held to
-        card.update(tolerance=device_tolerance(rec.get("tolerance") or tolerance(item, recipe, group)), recipe_hash=recipe.hash,
+        card.update(tolerance=device_tolerance(rec.get("tolerance") or tolerance(item, recipe, group), recipe.quantized),
+                    recipe_hash=recipe.hash,
                     status=rec["status"])
         if rec.get("xfail"):
             card["xfail"] = rec["xfail"]
@@ -346,13 +347,15 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     meter = PeakMeter()
     memory: dict[str, float] = {}
     deterministic: bool | None = None  # model cases: did a second run give the same outputs
-    quantized: Any = None  # the quantized program: its eager run is the reference (harness.judge)
+    qref: QuantizedReference | None = None  # the quantized program's own outputs: the reference (harness.judge)
     start = meter.start()
     try:
         ep = group.ep
         built = group.fresh_built()
         if recipe.quantized and Stage.QUANTIZE in backend.stages:
-            ep = quantized = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
+            ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
+            if refs is None:  # run before lowering, which may consume the program; judged in the compare stage
+                qref = _quantized_reference(backend, recipe, ep, group)
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
         if stats is not None:
             facts["partition"] = stats
@@ -392,9 +395,6 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     rule = str(recipe.accuracy.rule or backend.accuracy_rule or "allclose")
 
     def compare_all() -> Comparison:
-        qref = None
-        if quantized is not None and refs is None:
-            qref = _quantized_reference(backend, recipe, quantized, group)
         comparison = judge(item, recipe, group, outs, refs, rule, deterministic, qref)
         more = group.built.more_runs  # with --baseline too: further sets are held to eager (the baseline ran set 0)
         if more:
@@ -431,7 +431,7 @@ def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Compa
             sets.append({"ok": False, "code": "RUN_FAILED", "msg": first_line(str(exc))[:300]})
             continue
         got_np, want_np = [to_numpy(o) for o in got], [to_numpy(r) for r in want]
-        verdict = compare(got_np, want_np, dict(comparison.tolerance))
+        verdict = compare(got_np, want_np, device_tolerance(comparison.tolerance))  # against eager, as the set's reference
         sets.append(opdiff_diff(want_np, got_np))
         if not verdict.ok:
             problems.append(f"input set {i}: {verdict.message}")

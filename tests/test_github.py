@@ -341,3 +341,25 @@ def test_fetch_history_passes_over_an_unusable_artifact(fake: FakeGitHub, bti, t
     assert [p.name for p in (tmp_path / "h").iterdir()] == ["20261119T000000Z-good.jsonl.gz"]  # nothing partial left
     assert res.out.strip() == (f"history: 1 run(s) in {tmp_path / 'h'} (passed over: run {newest + 1}'s artifact holds no usable "
                                "history copy)")
+
+
+def test_check_on_a_run_that_verified_nothing_is_never_a_success(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    header = {"kind": "header", "schema": 1, "run_id": "r", "recipes": {"qnn": "h"},
+              "recipe_info": {"qnn": {"unavailable": "environment variable QNN_SDK_ROOT is not set"}}}
+    rec = {"kind": "result", "id": "op.add.a[float32,static]@qnn", "case": "op.add.a", "suite": "smoke", "recipe": "qnn",
+           "backend": "executorch", "status": "UNAVAILABLE", "detail": "environment variable QNN_SDK_ROOT is not set"}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    res = bti("publish", "check", "--results", str(path), "--repo", fake.repo, "--sha", SHA, "--name", "a", env=env)
+    assert res.code == 0, res.err
+    res = bti("publish", "check", "--results", str(path), "--repo", fake.repo, "--sha", SHA, "--name", "b",
+              "--allow-unverified", env=env)
+    assert res.code == 0, res.err
+    runs = {r["name"]: r for r in fake.check_runs.values()}
+    assert runs["a"]["conclusion"] == "failure" and runs["a"]["output"]["title"].startswith("nothing verified")
+    assert "QNN_SDK_ROOT" in runs["a"]["output"]["title"]
+    assert runs["b"]["conclusion"] == "neutral"
+    out = tmp_path / "gh-output"
+    assert bti("report", str(path), "-o", str(tmp_path / "rep"), "--format", "md", "--github-output", str(out), "--quiet").code == 0
+    assert "unverified=qnn\n" in out.read_text() and "failed=0\n" in out.read_text()

@@ -120,7 +120,7 @@ def publish_check(results: Path, sha: str, name: str, details_url: str | None, a
     It fails on an unexpected failure, and where a recipe verified nothing (neutral with --allow-unverified)."""
     from harness.github.events import SHA
     from harness.github.publisher import Annotation
-    from harness.report import markdown
+    from harness.report import markdown, safe
     from harness.report.summary import failures, headline, unverified
 
     if not SHA.fullmatch(sha):
@@ -131,7 +131,7 @@ def publish_check(results: Path, sha: str, name: str, details_url: str | None, a
     summary = markdown.render(header, recs, limit=60_000)
     annotations = [Annotation(path=".github", title=r["id"], message=f"{r['status']}: {r.get('detail', '')}") for r in fails]
     empty = unverified(header, recs)
-    title = headline(header, recs)[2:].strip()[:200]  # the reports' headline, without its mark
+    title = safe.plain(headline(header, recs).split(" ", 1)[-1], 200)  # the reports' headline, without its mark
     conclusion = "failure" if fails or (empty and not allow_unverified) else "neutral" if empty else "success"
     how = _publisher(repo, token_env, api_url).check(sha, name, conclusion, title, summary,
                                                       annotations=annotations, details_url=details_url)
@@ -246,12 +246,13 @@ def relay() -> None:
     """The PyTorch cross-repo CI relay's callback (RFC-0050): build it from results, or send it."""
 
 
-def _relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str) -> dict[str, Any]:
+def _relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str,
+                   allow_unverified: bool = False) -> dict[str, Any]:
     from harness.report.relay import payload
     from harness.results import read_latest
 
     header, recs = read_latest(results)
-    return payload(header, recs, job_name=job_name, artifact_url=artifact_url, status=status)
+    return payload(header, recs, job_name=job_name, artifact_url=artifact_url, status=status, allow_unverified=allow_unverified)
 
 
 _relay_opts = [
@@ -259,15 +260,17 @@ _relay_opts = [
     click.option("--job-name", required=True, help="Unique per matrix leg, e.g. 'acme-npu / xnnpack / shard 1/2'."),
     click.option("--artifact-url", help="Where the results artifact is."),
     click.option("--status", type=click.Choice(["in_progress", "completed"]), default="completed", show_default=True),
+    click.option("--allow-unverified", is_flag=True, help="A recipe that verified nothing does not make the conclusion a failure."),
 ]
 
 
 @relay.command("payload")
 @with_options(_relay_opts)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the JSON here (default: stdout).")
-def relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str, output: Path | None) -> None:
+def relay_payload(results: Path, job_name: str, artifact_url: str | None, status: str, allow_unverified: bool,
+                  output: Path | None) -> None:
     """Print the callback JSON: status, conclusion, test counts, job name, artifact URL, failed tests (within the relay's limits)."""
-    text = json.dumps(_relay_payload(results, job_name, artifact_url, status), indent=1, ensure_ascii=False)
+    text = json.dumps(_relay_payload(results, job_name, artifact_url, status, allow_unverified), indent=1, ensure_ascii=False)
     if output:
         output.write_text(text + "\n")
     else:
@@ -278,7 +281,8 @@ def relay_payload(results: Path, job_name: str, artifact_url: str | None, status
 @with_options(_relay_opts)
 @click.option("--url", required=True, help="The relay's callback URL.")
 @click.option("--token-env", default="BTI_RELAY_TOKEN", show_default=True, help="Environment variable with a bearer token (optional).")
-def relay_send(results: Path, job_name: str, artifact_url: str | None, status: str, url: str, token_env: str) -> None:
+def relay_send(results: Path, job_name: str, artifact_url: str | None, status: str, allow_unverified: bool, url: str,
+               token_env: str) -> None:
     """POST the callback to the relay; a 5xx is tried once more; any other failure is one line."""
     from urllib.parse import urlsplit
 
@@ -289,7 +293,7 @@ def relay_send(results: Path, job_name: str, artifact_url: str | None, status: s
         raise UserError(f"--url {url!r}: expected https:// (or a loopback http:// address)")
     header = read_results_file(results)[0]  # a callback about the upstream commit makes the same claim as a check on it
     _refuse_untested_upstream(header, str((header.get("upstream") or {}).get("sha") or ""))
-    body = _relay_payload(results, job_name, artifact_url, status)
+    body = _relay_payload(results, job_name, artifact_url, status, allow_unverified)
     headers = {"Authorization": f"Bearer {os.environ[token_env]}"} if os.environ.get(token_env) else {}
     for attempt in (1, 2):
         try:

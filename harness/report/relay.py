@@ -27,7 +27,7 @@ def _cut(text: object, limit: int) -> str:
 
 
 def payload(header: Header, records: list[Record], *, job_name: str, artifact_url: str | None,
-            status: str = "completed") -> dict[str, Any]:
+            status: str = "completed", allow_unverified: bool = False) -> dict[str, Any]:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
     failed = [r for r in records if status_of(r).is_failure]
@@ -35,8 +35,9 @@ def payload(header: Header, records: list[Record], *, job_name: str, artifact_ur
     up = dict(header.get("upstream") or {})
     out: dict[str, Any] = {
         "status": status,
-        # a leg that verified nothing (every item unavailable, skipped, lowered or blocked) is never a success
-        "conclusion": None if status == "in_progress" else ("failure" if failed or unverified(dict(header), records) else "success"),
+        # a leg that verified nothing (every item unavailable, skipped, lowered or blocked) is never a success, unless allowed
+        "conclusion": None if status == "in_progress" else
+        ("failure" if failed or (not allow_unverified and unverified(dict(header), records)) else "success"),
         "job_name": job_name,
         "artifact_url": artifact_url,
         "test_counts": {"passed": len(records) - len(failed) - skipped, "failed": len(failed), "skipped": skipped},
