@@ -39,7 +39,7 @@ def main(path: str) -> None:
             continue
         for out in rec.get("outputs") or []:
             q, f = out.get("quantized"), out.get("fp64")
-            if isinstance(q, dict):
+            if isinstance(q, dict) and q:  # an integer output has no figures of its own
                 d = quant[rec["recipe"]]
                 if q.get("scale"):
                     d["steps"].append(as_float(q.get("steps")))

@@ -347,15 +347,10 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     meter = PeakMeter()
     memory: dict[str, float] = {}
     deterministic: bool | None = None  # model cases: did a second run give the same outputs
-    qref: QuantizedReference | None = None  # the quantized program's own outputs: the reference (harness.judge)
     start = meter.start()
     try:
-        ep = group.ep
         built = group.fresh_built()
-        if recipe.quantized and Stage.QUANTIZE in backend.stages:
-            ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, ep, built))
-            if refs is None:  # run before lowering, which may consume the program; judged in the compare stage
-                qref = _quantized_reference(backend, recipe, ep, group)
+        ep, qref = _quantize(backend, recipe, group, built, stage, refs is None)
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
         if stats is not None:
             facts["partition"] = stats
@@ -405,6 +400,16 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     if bundle_dir:
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), _bundle_name(item), lowered, blob, group.built.run,
                                             group.ref, outs)
+
+
+def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage: StageLog,
+              judged: bool) -> tuple[Any, QuantizedReference | None]:
+    """The quantize stage, where the recipe quantizes: the program to lower, and (when it is ``judged`` against its own
+    reference, not a baseline's) the quantized program's outputs, run before lowering, which may consume the program."""
+    if not (recipe.quantized and Stage.QUANTIZE in backend.stages):
+        return group.ep, None
+    ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, group.ep, built))
+    return ep, (_quantized_reference(backend, recipe, ep, group) if judged else None)
 
 
 def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group: Group) -> QuantizedReference:

@@ -132,6 +132,7 @@ def test_a_module_that_cannot_run_in_float64_gives_no_reference_and_says_why() -
             return x @ torch.ones(4, 4, dtype=torch.float32)
 
     group = Group.__new__(Group)
-    group.built, group._fp64, group.fp64_error = SimpleNamespace(module=Fixed32(), run=(torch.randn(2, 4),)), None, ""
+    group.built, group._fp64, group.fp64_error = SimpleNamespace(module=Fixed32(), run=(torch.randn(2, 4),), fp64_ref=None), None, ""
+    group.ref = [torch.zeros(2, 4)]
     assert group.fp64_reference() is None
     assert group.fp64_error.startswith("RuntimeError: ") and "same dtype" in group.fp64_error, group.fp64_error

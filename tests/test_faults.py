@@ -29,7 +29,7 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
     assert "SIGABRT" in records[mul + "fault-abort"]["detail"]
     assert records[mul + "fault-sleep"]["status"] == "TIMEOUT"
     assert records[mul + "fault-perturb"]["status"] == "FAIL_MISMATCH"
-    assert records[mul + "fault-perturb"]["detail"].startswith("output[0]: max_abs 1 exceeds")
+    assert records[mul + "fault-perturb"]["detail"].startswith("output[0]: max_abs 1 against fp64 exceeds atol")
     noise = records[mul + "fault-noise"]
     assert noise["status"] == "PASS" and 0 < float(noise["outputs"][0]["max_abs"]) < 1e-4
     for item_id, rec in records.items():

@@ -165,9 +165,12 @@ def test_int8_delegates_with_a_wrong_scale_or_zero_point_fail(bti, tmp_path: Pat
             rec = by[(c, fault)]
             assert rec["status"] == "FAIL_MISMATCH" and rec["triage"] == "backend", (c, fault, rec["detail"])
             assert "against the quantized program" in rec["detail"]
-        scaled.append(by[(c, "fault-int8-scale")]["outputs"][0]["fp32"]["sqnr_db"])
+        scaled.append(by[(c, "fault-int8-scale")]["outputs"][0]["sqnr_db"])  # the top-level figures: against fp32
         floor = by[(c, "fault-int8-floor")]
-        assert floor["status"] == "FAIL_MISMATCH" and floor["triage"] == "quantizer" and floor["detail"].startswith("quantizer: ")
+        if c.startswith(("op.max_pool2d", "op.adaptive_avg_pool2d")):  # XNNPACK's quantizer leaves them in float: no loss
+            assert floor["status"] == "PASS" and floor["outputs"][0]["fp32"]["program_sqnr_db"] == "inf", floor
+        else:
+            assert floor["status"] == "FAIL_MISMATCH" and floor["triage"] == "quantizer" and floor["detail"].startswith("quantizer: ")
     assert min(scaled) > 10.0  # what bti held int8 programs to before: every faulty delegate passed it
     # the output's dequantize scale is found on the quantized ops (through the graph's views and pools)
     found = {c for c in passing if by[(c, "fault-int8-none")]["outputs"][0]["quantized"].get("scale")}

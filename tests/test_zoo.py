@@ -60,8 +60,9 @@ def test_the_sizes_file_is_what_the_meta_device_measures() -> None:
 
 def test_a_model_declaring_more_memory_than_a_worker_may_use_is_skip_with_both_figures(bti, tmp_path: Path) -> None:
     res = bti("run", "-s", "zoo", "-r", "torch-cpu", "-r", "xnnpack", "-k", "zoo.huggingface.openai_gpt-oss-20b",
-              "-k", "zoo.torchbench.yolov3", "--worker-memory", "20", "-o", str(tmp_path), "--no-reuse", "--no-report")
-    assert res.code == 0, res.err
+              "-k", "zoo.torchbench.yolov3", "--worker-memory", "20", "-o", str(tmp_path), "--no-reuse", "--no-report",
+              "--allow-unverified")
+    assert res.code == 0, res.err  # every item SKIP: nothing verified, allowed
     all_recs = list(map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:]))
     need = load_suites(["zoo"])
     lowered = next(r for r in all_recs if r["recipe"] == "xnnpack" and r["case"] == "zoo.huggingface.openai_gpt-oss-20b")

@@ -12,7 +12,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.report import safe
 from harness.report.compare import Change, Comparison
-from harness.report.summary import attempts_line, by_recipe, failures, flaky, headline, triage_line
+from harness.report.summary import RecipeSummary, attempts_line, by_recipe, failures, flaky, headline, triage_line
 from harness.results import Record
 from harness.status import Status
 
@@ -95,24 +95,7 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
     else:
         why = f": {safe.inline(no_base_reason, 300)}" if no_base_reason else ""
         out += [f"_No base results to compare against{why}._", ""]
-    base_rates = by_recipe({}, base_records) if base_records else {}
-    # a recipe lowered here for a runtime this runner lacks (LOWERED) gets a column: neither passed nor ran
-    lowered = any(s.counts[Status.LOWERED] for s in recipes.values())
-    extra = (" 📦 lowered, not run here |", "---:|") if lowered else ("", "")
-    out += ["### Pass rate per recipe", "", f"| recipe | passed | on the delegate | CPU fallback | ran | rate | vs base |{extra[0]}",
-            f"|---|---:|---:|---:|---:|---:|---:|{extra[1]}"]
-    for name, s in recipes.items():
-        rate = f"{s.pass_rate:.1f}%" if s.ran else "**nothing verified**"
-        delta = ""
-        if name in base_rates and base_rates[name].ran and s.ran:
-            d = s.pass_rate - base_rates[name].pass_rate
-            delta = f"{d:+.1f} pp" if abs(d) >= 0.05 else "="
-        out.append(f"| {safe.code(name)} | {s.passed} | {s.passed - s.fallback} | {s.fallback} | {s.ran} | {rate} | {delta} |"
-                   + (f" {s.counts[Status.LOWERED]} |" if lowered else ""))
-    out.append("")
-    for s in recipes.values():
-        if not s.verified:
-            out += [f"> {safe.code(s.name)} verified nothing: {_esc(s.unverified_reason())}", ""]
+    out += _rate_table(recipes, by_recipe({}, base_records) if base_records else {})
     if comparison is not None:
         sections = [("New failures", comparison.new_failures, CAP_FAILURES, True), ("Fixed", comparison.fixed, CAP_OTHER, False),
                     ("Newly expected (an xfail rule now holds them)", comparison.newly_expected, CAP_OTHER, True),
@@ -138,6 +121,28 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
     if link_bits:
         out += [" · ".join(link_bits), ""]
     return _fit("\n".join(out), limit, link_bits)
+
+
+def _rate_table(recipes: dict[str, RecipeSummary], base_rates: dict[str, RecipeSummary]) -> list[str]:
+    """Pass rate per recipe, delegated passes apart from CPU fallbacks, against the base; what verified nothing, why."""
+    # a recipe lowered here for a runtime this runner lacks (LOWERED) gets a column: neither passed nor ran
+    lowered = any(s.counts[Status.LOWERED] for s in recipes.values())
+    extra = (" 📦 lowered, not run here |", "---:|") if lowered else ("", "")
+    out = ["### Pass rate per recipe", "", f"| recipe | passed | on the delegate | CPU fallback | ran | rate | vs base |{extra[0]}",
+           f"|---|---:|---:|---:|---:|---:|---:|{extra[1]}"]
+    for name, s in recipes.items():
+        rate = f"{s.pass_rate:.1f}%" if s.ran else "**nothing verified**"
+        delta = ""
+        if name in base_rates and base_rates[name].ran and s.ran:
+            d = s.pass_rate - base_rates[name].pass_rate
+            delta = f"{d:+.1f} pp" if abs(d) >= 0.05 else "="
+        out.append(f"| {safe.code(name)} | {s.passed} | {s.passed - s.fallback} | {s.fallback} | {s.ran} | {rate} | {delta} |"
+                   + (f" {s.counts[Status.LOWERED]} |" if lowered else ""))
+    out.append("")
+    for s in recipes.values():
+        if not s.verified:
+            out += [f"> {safe.code(s.name)} verified nothing: {_esc(s.unverified_reason())}", ""]
+    return out
 
 
 def _fit(text: str, limit: int, link_bits: list[str]) -> str:
