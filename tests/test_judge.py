@@ -180,8 +180,9 @@ def test_int8_delegates_with_a_wrong_scale_or_zero_point_fail(bti, tmp_path: Pat
 
 # ----------------------------------------------------------------------------------------- nothing verified, fallback
 def _rec(item: str, recipe: str, status: str, detail: str = "") -> dict[str, Any]:
+    part = {"partitioned": True, "delegated_nodes": int(status == "PASS")} if recipe == "npu" else None
     return {"kind": "result", "id": f"{item}@{recipe}", "case": item.split("[")[0], "suite": "s", "recipe": recipe,
-            "backend": "executorch", "status": status, "detail": detail, "axes": {}}
+            "backend": "executorch", "status": status, "detail": detail, "axes": {}, **({"partition": part} if part else {})}
 
 
 def _run(*recs: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
@@ -215,6 +216,11 @@ def test_cpu_fallbacks_are_told_apart_from_delegated_passes() -> None:
     assert "| `npu` | 41 | 21 | 20 | 41 |" in comment.render("npu", header, recs, None)
     assert "41 passed: 21 on the delegate, 20 fell back to the CPU" in dashboard.render(header, recs)
     assert badge.badge_fields([s], "b")["message"] == "41/41 (21 delegated)"
+    # a recipe without a partitioner (portable) delegates nothing: its passes are not counted as the delegate's
+    header, recs = _run(*recs, _rec("op.x0.a[float32,static]", "portable", "PASS"))
+    portable = by_recipe(header, recs)["portable"]
+    assert portable.delegated is None and "| `portable` | 1 | — | — |" in markdown.render(header, recs)
+    assert badge.badge_fields(list(by_recipe(header, recs).values()), "b")["message"] == "42/42 (21 delegated)"
 
 
 def test_a_crash_that_became_expected_is_not_fixed() -> None:

@@ -90,6 +90,6 @@ def test_blocked_counts_as_not_run_in_every_report() -> None:
     from harness.report.markdown import recipe_table
 
     row = next(line for line in recipe_table({"recipes": {"x": "h"}}, [rec]) if line.startswith("| `x`"))
-    assert row.split("|")[2:12] == [" 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 1 ", " **nothing verified** "], row  # blocked
+    assert row.split("|")[2:12] == [" 0 ", " — ", " — ", " 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 1 ", " **nothing verified** "], row  # blocked
     (case,) = [c for suite in build({"kind": "header", "recipes": {"x": "h"}}, [rec]) for c in suite]
     assert case.is_skipped and not case.is_passed

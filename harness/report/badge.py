@@ -28,7 +28,8 @@ def badge_fields(summaries: list[RecipeSummary], label: str) -> dict[str, Any]:
     ran = sum(s.ran for s in summaries)
     lowered = sum(s.counts[Status.LOWERED] for s in summaries)
     fallback = sum(s.fallback for s in summaries)
-    message = f"{passed}/{ran}" + (f" ({passed - fallback} delegated)" if fallback else "") if ran else \
+    delegated = sum(s.delegated or 0 for s in summaries)  # recipes without a partitioner delegate nothing
+    message = f"{passed}/{ran}" + (f" ({delegated} delegated)" if fallback else "") if ran else \
         "nothing verified" + (f": {lowered} lowered, not run here" if lowered else "")
     return {"schemaVersion": 1, "label": label, "message": message, "color": colour(passed, ran)}
 

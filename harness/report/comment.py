@@ -136,7 +136,8 @@ def _rate_table(recipes: dict[str, RecipeSummary], base_rates: dict[str, RecipeS
         if name in base_rates and base_rates[name].ran and s.ran:
             d = s.pass_rate - base_rates[name].pass_rate
             delta = f"{d:+.1f} pp" if abs(d) >= 0.05 else "="
-        out.append(f"| {safe.code(name)} | {s.passed} | {s.passed - s.fallback} | {s.fallback} | {s.ran} | {rate} | {delta} |"
+        split = f"{s.delegated} | {s.fallback}" if s.delegating else "— | —"  # no partitioner: nothing to delegate
+        out.append(f"| {safe.code(name)} | {s.passed} | {split} | {s.ran} | {rate} | {delta} |"
                    + (f" {s.counts[Status.LOWERED]} |" if lowered else ""))
     out.append("")
     for s in recipes.values():

@@ -36,7 +36,8 @@ def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
     for name, s in by_recipe(header, records).items():
         rate = f"{s.pass_rate:.1f}%" if s.ran else "**nothing verified**"
         counts = " | ".join(str(s.counts[st]) for st in not_run)
-        lines.append(f"| {safe.code(name)} | {s.passed} | {s.passed - s.fallback} | {s.fallback} | {s.failed} | "
+        split = f"{s.delegated} | {s.fallback}" if s.delegating else "— | —"  # no partitioner: nothing to delegate
+        lines.append(f"| {safe.code(name)} | {s.passed} | {split} | {s.failed} | "
                      f"{s.counts[Status.XFAIL]} | {counts} | {rate} |")
     unavailable = [(n, s.unavailable) for n, s in by_recipe(header, records).items() if s.unavailable]
     for name, why in unavailable:

@@ -18,6 +18,7 @@ class RecipeSummary:
     counts: Counter[Status] = field(default_factory=Counter)
     unavailable: str | None = None
     detail: str = ""  # the first not-run item's detail (why nothing was verified, where that is so)
+    delegating: bool = False  # a partitioner ran on some item: its passes are on the delegate or fell back to the CPU
 
     @property
     def total(self) -> int:
@@ -50,6 +51,11 @@ class RecipeSummary:
         """Whether any item ran and was judged: every item UNAVAILABLE, LOWERED, SKIP or BLOCKED verifies nothing."""
         return self.ran > 0
 
+    @property
+    def delegated(self) -> int | None:
+        """Passes on the delegate; None for a recipe without a partitioner (portable, an eager device)."""
+        return self.passed - self.fallback if self.delegating else None
+
     def pass_text(self) -> str:
         """``41 passed: 21 on the delegate, 20 fell back to the CPU`` (the second half only when some fell back)."""
         if not self.fallback:
@@ -77,6 +83,9 @@ def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, Recipe
         summary = out.setdefault(rec["recipe"], RecipeSummary(rec["recipe"]))
         status = status_of(rec)
         summary.counts[status] += 1
+        part = rec.get("partition")
+        if isinstance(part, dict) and part.get("partitioned"):
+            summary.delegating = True
         if status.did_not_run and not summary.detail:
             summary.detail = str(rec.get("detail") or "")[:200]
     return out
