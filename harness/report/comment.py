@@ -78,7 +78,7 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
            links: Links = Links(), base_records: list[Record] | None = None, limit: int = LIMIT, no_base_reason: str = "") -> str:
     fails = failures(records)
     recipes = by_recipe(header, records)
-    verdict = safe.inline(headline(header, records), 1200)
+    verdict = safe.inline(headline(header, records, recipes), 1200)
     title = safe.code(key) + (f" ({', '.join(safe.code(n) for n in list(recipes)[:6])})" if recipes else "")
     out = [marker(key), f"## bti {title}: {verdict}", ""]
     if fails:

@@ -48,7 +48,8 @@ def _tooltip(rec: Record) -> str:
 
 
 def render(header: dict[str, Any], records: list[Record]) -> str:
-    recipes = list(by_recipe(header, records).values())
+    summaries = by_recipe(header, records)
+    recipes = list(summaries.values())
     names = [r.name for r in recipes]
     grouped: dict[str, dict[str, Record]] = defaultdict(dict)
     for rec in records:
@@ -80,4 +81,4 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
     return render_page("dashboard.html.j2", js="dashboard.js", title="bti results", header=header,
                        versions={"torch": "?", "executorch": "?", **(header.get("versions") or {})},
                        suites=", ".join(map(str, header.get("suites") or [])), recipes=cards, names=names, rows=rows, fails=fails,
-                       headline=headline(header, records))
+                       headline=headline(header, records, summaries))

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from harness.report import safe
-from harness.report.summary import attempts_line, baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, headline, triage_counts, worst_sqnr
+from harness.report.summary import RecipeSummary, attempts_line, baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, headline, triage_counts, worst_sqnr
 from harness.results import Record, status_of
 from harness.status import Status
 
@@ -29,17 +29,18 @@ def header_lines(header: dict[str, Any]) -> list[str]:
     return [f"<sub>run {safe.code(header.get('run_id', '?'))} · {_esc(' · '.join(map(str, bits)))}</sub>", ""]
 
 
-def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
+def recipe_table(header: dict[str, Any], records: list[Record], summaries: dict[str, RecipeSummary] | None = None) -> list[str]:
     not_run = [st for st in Status if st.did_not_run]  # skip, lowered (not run here), unavailable, blocked
     lines = ["| recipe | pass | on the delegate | CPU fallback | fail | xfail | " + " | ".join(st.value.lower() for st in not_run)
              + " | pass rate |", "|---|" + "---:|" * (6 + len(not_run))]
-    for name, s in by_recipe(header, records).items():
+    summaries = by_recipe(header, records) if summaries is None else summaries
+    for name, s in summaries.items():
         rate = f"{s.pass_rate:.1f}%" if s.ran else "**nothing verified**"
         counts = " | ".join(str(s.counts[st]) for st in not_run)
         split = f"{s.delegated} | {s.fallback}" if s.delegating else "— | —"  # no partitioner: nothing to delegate
         lines.append(f"| {safe.code(name)} | {s.passed} | {split} | {s.failed} | "
                      f"{s.counts[Status.XFAIL]} | {counts} | {rate} |")
-    unavailable = [(n, s.unavailable) for n, s in by_recipe(header, records).items() if s.unavailable]
+    unavailable = [(n, s.unavailable) for n, s in summaries.items() if s.unavailable]
     for name, why in unavailable:
         lines.append(f"\n> {safe.code(name)} is unavailable here: {_esc(why or '')}")
     lowered: dict[str, list[Record]] = {}
@@ -55,9 +56,10 @@ def recipe_table(header: dict[str, Any], records: list[Record]) -> list[str]:
 def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYTES) -> str:
     total = len(records)
     fails = failures(records)
-    verdict = safe.inline(headline(header, records), 1200)
+    summaries = by_recipe(header, records)
+    verdict = safe.inline(headline(header, records, summaries), 1200)
     out = [f"# bti results: {verdict}", "", *header_lines(header), f"{total} items.", "", "## Pass rate per recipe", "",
-           *recipe_table(header, records), ""]
+           *recipe_table(header, records, summaries), ""]
     counts: dict[Status, Counter[str]] = {}
     for rec in fails:
         counts.setdefault(status_of(rec), Counter())[rec["recipe"]] += 1

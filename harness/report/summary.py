@@ -96,11 +96,11 @@ def unverified(header: dict[str, Any], records: list[Record]) -> list[RecipeSumm
     return [s for s in by_recipe(header, records).values() if not s.verified]
 
 
-def headline(header: dict[str, Any], records: list[Record]) -> str:
+def headline(header: dict[str, Any], records: list[Record], summaries: dict[str, RecipeSummary] | None = None) -> str:
     """The one-line verdict every report leads with: unexpected failures; else what verified nothing (never a
-    green mark); else all passed or expected."""
+    green mark); else all passed or expected. ``summaries``: ``by_recipe``'s, where the caller has them already."""
     fails = failures(records)
-    summaries = by_recipe(header, records)
+    summaries = by_recipe(header, records) if summaries is None else summaries
     empty = [s for s in summaries.values() if not s.verified]
     nothing = "; ".join(f"{s.name}: {s.unverified_reason()}" for s in empty[:5]) + (" …" if len(empty) > 5 else "")
     if fails:
