@@ -605,7 +605,8 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
     verdict = compare(got.arrays, want, tol, dtypes)
     result = Comparison(verdict.ok, verdict.message, tuple(verdict.stats), tol)
     plain = baseline is None and not tol.get("shape_only") and not verdict.structural
-    if plain and recipe.quantized:
+    if recipe.quantized and (plain or (quantized is not None and not tol.get("shape_only") and not verdict.structural)):
+        # against its own quantized program, beside a baseline too (whose outputs then stand in for fp32's)
         result = _judge_quantized(got, want, tol, quantized, verdict)
     elif plain and is_model(item) and rule == "dynamo":
         # under autocast the device computes in the autocast dtype: its tolerance and multiplier (dynamo's --amp)

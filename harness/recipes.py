@@ -277,8 +277,16 @@ def available_recipe_files() -> dict[str, Path]:
 
 
 def load_recipe(name_or_path: str) -> Recipe:
+    """A recipe by name (``xnnpack``) or path; a bare file name (``mybackend.yaml``) that is not in the working
+    directory is looked up on the recipe path, as its name would be."""
     path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml"):
+    if path.suffix in (".yaml", ".yml") and path.parent == Path(".") and not path.exists():
+        found = next((f for f in available_recipe_files().values() if f.name == path.name), None)
+        if found is None:
+            raise RecipeError(f"recipe file {name_or_path}: not in the working directory, nor in a recipe directory",
+                              hint=f"recipe directories: {', '.join(str(d) for d in recipe_dirs())}")
+        path = found
+    elif path.suffix not in (".yaml", ".yml"):
         files = available_recipe_files()
         if name_or_path not in files:
             known = ", ".join(sorted(files)) or "none found"

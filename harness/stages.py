@@ -350,7 +350,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     start = meter.start()
     try:
         built = group.fresh_built()
-        ep, qref = _quantize(backend, recipe, group, built, stage, refs is None)
+        judged = refs is None or not refs.recipe.startswith("pair:")  # a baseline's items keep their quantized program
+        ep, qref = _quantize(backend, recipe, group, built, stage, judged)
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
         if stats is not None:
             facts["partition"] = stats
@@ -405,7 +406,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
 def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage: StageLog,
               judged: bool) -> tuple[Any, QuantizedReference | None]:
     """The quantize stage, where the recipe quantizes: the program to lower, and (when it is ``judged`` against its own
-    reference, not a baseline's) the quantized program's outputs, run before lowering, which may consume the program."""
+    reference, not an opdiff pair's other side) the quantized program's outputs, run before lowering, which may consume the program."""
     if not (recipe.quantized and Stage.QUANTIZE in backend.stages):
         return group.ep, None
     ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, group.ep, built))

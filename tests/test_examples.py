@@ -46,19 +46,22 @@ def _records(path: Path) -> dict[str, dict]:
 @pytest.mark.slow
 def test_installed_examples_run(installed: Path, tmp_path: Path) -> None:
     delegate = EXAMPLES / "delegate" / "recipes" / "example-delegate.yaml"
+    int8 = EXAMPLES / "delegate" / "recipes" / "example-delegate-int8.yaml"
     npu = EXAMPLES / "npu-device" / "recipes" / "torch-npu.yaml"
-    listed = _bti(installed, "list", "--recipes", "-r", str(delegate), "-r", str(npu), cwd=tmp_path)
+    listed = _bti(installed, "list", "--recipes", "-r", str(delegate), "-r", str(int8), "-r", str(npu), cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "example-delegate\tavailable" in listed.stdout and "torch-npu\tavailable" in listed.stdout
-    res = _bti(installed, "run", "-s", "smoke", "-k", "op.add.*", "-k", "op.linear.*", "-r", str(delegate), "-r", str(npu),
-               "-r", "torch-cpu", "--baseline", "torch-cpu", "--dtype", "float32", "-o", str(tmp_path / "o"), "--no-reuse",
-               "--no-report", cwd=tmp_path)
+    res = _bti(installed, "run", "-s", "smoke", "-k", "op.add.*", "-k", "op.linear.*", "-r", str(delegate), "-r", str(int8),
+               "-r", str(npu), "-r", "torch-cpu", "--baseline", "torch-cpu", "--dtype", "float32", "-o", str(tmp_path / "o"),
+               "--no-reuse", "--no-report", cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     recs = _records(tmp_path / "o" / "results.jsonl")
-    ours = {i: r for i, r in recs.items() if i.endswith(("@example-delegate", "@torch-npu"))}
-    assert len(ours) == 6 and all(r["status"] == "PASS" for r in ours.values()), {i: r["status"] for i, r in ours.items()}
+    ours = {i: r for i, r in recs.items() if i.endswith(("@example-delegate", "@example-delegate-int8", "@torch-npu"))}
+    assert len(ours) == 9 and all(r["status"] == "PASS" for r in ours.values()), {i: r["status"] for i, r in ours.items()}
     linear = recs["op.linear.fc[float32,static]@example-delegate"]
     assert linear["partition"]["delegated_ops"] and linear["backend"] == "example-delegate"  # XNNPACK took it
+    q = recs["op.linear.fc[float32,static]@example-delegate-int8"]  # the vendor's quantizer, judged against its program
+    assert q["reference"] == "quantized" and q["outputs"][0]["quantized"] and q["partition"]["delegated_ops"]
     assert recs["op.linear.fc[float32,static]@torch-npu"]["baseline"]["recipe"] == "torch-cpu"
 
 

@@ -61,8 +61,8 @@ def hostile_results(tmp_path: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- neutralising
 def test_safe_neutralises_every_kind_of_breakout() -> None:
     assert safe.inline(HOSTILE_DETAIL) == (
-        "output\\[0\\]: max_abs 1.0 &gt; 1e-4 cc @\u2060octocat @\u2060bti-org/maintainers &lt;img src=x onerror=alert(1)&gt; "
-        "&lt;!-- bti:comment:other --&gt; 'code' \\| &lt;details&gt;\\[31m")
+        "output\\[0\\]: max_abs 1.0 > 1e-4 cc @\u2060octocat @\u2060bti-org/maintainers &lt;img src=x onerror=alert(1)> "
+        "&lt;!-- bti:comment:other --> 'code' \\| &lt;details>\\[31m")
     assert safe.code(HOSTILE_ID) == "`op.mul.'x' @octocat <!-- bti:comment:other -->\\|[float32,static]@fault-perturb`"
     assert safe.plain("ping @octocat\nnow") == "ping @\u2060octocat now"
     assert safe.inline("[approve](https://evil) ![](http://t/x.png) see pytorch/pytorch#123") == \

@@ -178,6 +178,18 @@ def test_int8_delegates_with_a_wrong_scale_or_zero_point_fail(bti, tmp_path: Pat
         {c for c in passing if c.startswith(("op.linear", "op.conv2d", "op.add", "op.mul"))}
 
 
+def test_a_baseline_does_not_loosen_a_quantized_recipe(bti, tmp_path: Path) -> None:
+    """Beside a baseline recipe (--baseline), a quantized recipe is still held to its own quantized program: a delegate
+    a step off in zero point fails, where the baseline's outputs alone (the SQNR floor) would pass it."""
+    res = bti("run", "-s", str(FIXTURES / "suites" / "quantizable.yaml"), "-k", "op.linear.*", "-k", "op.add.*",
+              "-r", "portable", "-r", "fault-int8-shift", "--baseline", "portable", "-o", str(tmp_path), "--no-reuse")
+    assert res.code == 1, res.err
+    recs = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[1:]]
+    shifted = [r for r in recs if r["recipe"] == "fault-int8-shift"]
+    assert shifted and all(r["status"] == "FAIL_MISMATCH" and r["reference"] == "quantized" for r in shifted), shifted
+    assert all(r["baseline"]["recipe"] == "portable" and r["outputs"][0]["sqnr_db"] > 10.0 for r in shifted)
+
+
 # ----------------------------------------------------------------------------------------- nothing verified, fallback
 def _rec(item: str, recipe: str, status: str, detail: str = "") -> dict[str, Any]:
     part = {"partitioned": True, "delegated_nodes": int(status == "PASS")} if recipe == "npu" else None

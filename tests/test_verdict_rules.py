@@ -207,8 +207,8 @@ def test_reports_survive_hostile_attempts() -> None:
     rec = {"kind": "result", "id": "op.x.a[float32,static]@r", "case": "op.x.a", "suite": "s", "recipe": "r",
            "status": "FLAKY", "detail": "d", "attempts": [{"status": 5}, "junk", {"status": "<b>@x"}]}
     md = markdown.render({"recipes": {"r": "h"}}, [rec])  # type: ignore[list-item]
-    assert "5 → ? → &lt;b&gt;@\u2060x" in md
-    assert "5 → ? → &lt;b&gt;@\u2060x" in comment.render("k", {}, [rec], None)  # type: ignore[list-item]
+    assert "5 → ? → &lt;b>@\u2060x" in md
+    assert "5 → ? → &lt;b>@\u2060x" in comment.render("k", {}, [rec], None)  # type: ignore[list-item]
     rec["attempts"] = "not a list"
     assert "## Flaky items (1)" in markdown.render({}, [rec])  # type: ignore[list-item]
 

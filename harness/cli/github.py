@@ -20,18 +20,40 @@ def publish() -> None:
     """Publish results to GitHub: sticky PR comment, check run / status, badge."""
 
 
-_gh_opts = [
-    click.option("--repo", required=True, help="owner/name to publish to."),
+_api_opts = [
     click.option("--token-env", default="GITHUB_TOKEN", show_default=True, help="Environment variable holding the token."),
     click.option("--api-url", help="API base URL (default: the settings' github_api_url: $GITHUB_API_URL or api.github.com)."),
 ]
+_gh_opts = [click.option("--repo", required=True, help="owner/name to read from."), *_api_opts]
+_pub_opts = [click.option("--repo", help="owner/name to publish to (not needed with --dry-run)."), *_api_opts]
 
 
-def _publisher(repo: str, token_env: str, api_url: str | None) -> Any:
+_dry_opts = [
+    click.option("--dry-run", is_flag=True, help="Render exactly what would be sent, without a token or the network."),
+    click.option("-o", "--output", type=click.Path(path_type=Path), help="With --dry-run: write it here (default: stdout)."),
+]
+
+
+def _dry_out(text: str, output: Path | None) -> None:
+    """A dry run's rendering: to stdout, or to a file (a full disk is one line, exit 2)."""
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"--output {output}: cannot write it: {exc.strerror or exc}") from None
+    click.echo(f"dry run: written to {output}", err=True)
+
+
+def _publisher(repo: str | None, token_env: str, api_url: str | None) -> Any:
     from harness.github.client import make_github
     from harness.github.events import REPO
     from harness.github.publisher import Publisher
 
+    if not repo:
+        raise UserError("--repo owner/name is needed to publish (or --dry-run to render without sending)")
     if not REPO.fullmatch(repo):
         raise UserError(f"--repo {repo!r}: expected owner/name")
     return Publisher(make_github(os.environ.get(token_env, ""), api_url), repo)
@@ -57,16 +79,19 @@ def _workflow_run(path: Path) -> dict[str, Any]:
 @click.option("--pr", type=int, help="Pull request number (or --event-path of a workflow_run event).")
 @click.option("--event-path", type=click.Path(path_type=Path), help="A workflow_run event payload (fork PRs): the PR is looked up from it.")
 @click.option("--key", default="bti", show_default=True, help="Sticky comment key: one comment per key.")
-@click.option("--mode", type=click.Choice(["always", "changes", "failures", "off"]), default="always", show_default=True)
+@click.option("--mode", type=click.Choice(["always", "changes", "failures", "off"]), default="changes", show_default=True,
+              help="When to create the comment (an existing one is always kept current); the workflows' default too.")
 @click.option("--run-url", help="Link to the workflow run.")
 @click.option("--artifact-url", help="Link to the uploaded artifacts.")
 @click.option("--no-base-reason", default="", help="Without --base: why there is no base, stated in the comment.")
 @with_options(compare_opts)
-@with_options(_gh_opts)
+@with_options(_pub_opts)
+@with_options(_dry_opts)
 def publish_comment(results: Path, base: Path | None, pr: int | None, event_path: Path | None, key: str, mode: str,
                     run_url: str | None, artifact_url: str | None, no_base_reason: str, sqnr_drop: float, latency_ratio: float,
-                    repo: str, token_env: str, api_url: str | None) -> None:
-    """Create or update the sticky PR comment for KEY."""
+                    repo: str | None, token_env: str, api_url: str | None, dry_run: bool, output: Path | None) -> None:
+    """Create or update the sticky PR comment for KEY. With --dry-run, print the comment's body instead (to stdout, or
+    --output), and on stderr whether the mode would create it."""
     from harness.report import comment
     from harness.report.compare import compare
     from harness.report.summary import failures
@@ -76,6 +101,15 @@ def publish_comment(results: Path, base: Path | None, pr: int | None, event_path
     base_recs = read_results_file(base)[1] if base else None
     result = compare(base_recs, recs, thresholds(sqnr_drop, latency_ratio)) if base_recs is not None else None
     cmode = comment.CommentMode(mode)
+    body = comment.render(key, header, recs, result, comment.Links(run_url, artifact_url), base_records=base_recs,
+                          no_base_reason=no_base_reason)
+    create = cmode.wants(result, len(failures(recs)))
+    if dry_run:
+        what = "posts nothing" if cmode is comment.CommentMode.OFF else \
+            "would create it, or update the existing one" if create else "would only update an existing comment (none is created)"
+        click.echo(f"dry run: comment {key!r}, mode {mode}: {what}", err=True)
+        _dry_out(body, output)
+        return
     if cmode is comment.CommentMode.OFF:
         click.echo("comment: off")
         return
@@ -87,9 +121,7 @@ def publish_comment(results: Path, base: Path | None, pr: int | None, event_path
             return
     if pr is None:
         raise UserError("publish comment needs --pr or --event-path")
-    body = comment.render(key, header, recs, result, comment.Links(run_url, artifact_url), base_records=base_recs,
-                          no_base_reason=no_base_reason)
-    action, cid = pub.upsert_comment(pr, key, body, create=cmode.wants(result, len(failures(recs))))
+    action, cid = pub.upsert_comment(pr, key, body, create=create)
     click.echo(f"comment: {action} {cid or ''} on #{pr}".rstrip())
 
 
@@ -109,30 +141,43 @@ def _refuse_untested_upstream(header: dict[str, Any], sha: str) -> None:
 
 @publish.command("check")
 @click.option("--results", type=click.Path(path_type=Path), required=True)
-@click.option("--sha", required=True, help="Commit to attach the check (or status) to.")
+@click.option("--sha", help="Commit to attach the check (or status) to (with --dry-run: optional).")
 @click.option("--name", default="bti", show_default=True, help="Check-run name / status context.")
 @click.option("--details-url", help="Link shown on the check.")
 @click.option("--allow-unverified", is_flag=True, help="A recipe that verified nothing makes the check neutral, not failed.")
-@with_options(_gh_opts)
-def publish_check(results: Path, sha: str, name: str, details_url: str | None, allow_unverified: bool, repo: str, token_env: str,
-                  api_url: str | None) -> None:
+@with_options(_pub_opts)
+@with_options(_dry_opts)
+def publish_check(results: Path, sha: str | None, name: str, details_url: str | None, allow_unverified: bool, repo: str | None,
+                  token_env: str, api_url: str | None, dry_run: bool, output: Path | None) -> None:
     """A check run with the summary and one annotation per failure; a commit status if check runs are not allowed.
-    It fails on an unexpected failure, and where a recipe verified nothing (neutral with --allow-unverified)."""
+    It fails on an unexpected failure, and where a recipe verified nothing (neutral with --allow-unverified).
+    With --dry-run, print the requests as JSON instead: the check run's fields and the annotation batches after it."""
     from harness.github.events import SHA
-    from harness.github.publisher import Annotation
+    from harness.github.publisher import Annotation, check_requests
     from harness.report import markdown, safe
     from harness.report.summary import failures, headline, unverified
 
-    if not SHA.fullmatch(sha):
+    if sha is None and not dry_run:
+        raise UserError("publish check needs --sha (the commit to attach the check to)")
+    if sha is not None and not SHA.fullmatch(sha):
         raise UserError(f"--sha {sha!r}: expected 40 hex characters")
     header, recs = read_results_file(results)
-    _refuse_untested_upstream(header, sha)
+    if sha is not None:
+        _refuse_untested_upstream(header, sha)
     fails = failures(recs)
     summary = markdown.render(header, recs, limit=60_000)
     annotations = [Annotation(path=".github", title=r["id"], message=f"{r['status']}: {r.get('detail', '')}") for r in fails]
     empty = unverified(header, recs)
     title = safe.plain(headline(header, recs).split(" ", 1)[-1], 200)  # the reports' headline, without its mark
     conclusion = "failure" if fails or (empty and not allow_unverified) else "neutral" if empty else "success"
+    if dry_run:
+        create, batches = check_requests(sha or "0" * 40, name, conclusion, title, summary, annotations=annotations,
+                                         details_url=details_url)
+        click.echo(f"dry run: check {name!r}: {conclusion}, {len(annotations)} annotation(s) in {1 + len(batches)} request(s)",
+                   err=True)
+        _dry_out(json.dumps({"check_run": create, "annotation_batches": batches}, indent=1, ensure_ascii=False) + "\n", output)
+        return
+    assert sha is not None
     how = _publisher(repo, token_env, api_url).check(sha, name, conclusion, title, summary,
                                                       annotations=annotations, details_url=details_url)
     click.echo(f"check: published as {how}")
@@ -145,17 +190,22 @@ def publish_check(results: Path, sha: str, name: str, details_url: str | None, a
 @click.option("--repo", help="owner/name (with --branch).")
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True)
 @click.option("--api-url", help="API base URL (default: $GITHUB_API_URL or api.github.com).")
-def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | None, token_env: str, api_url: str | None) -> None:
+@click.option("--dry-run", is_flag=True, help="Write the files and say what would be committed, without a token or the network.")
+def publish_badge(results: Path, out_dir: Path, branch: str | None, repo: str | None, token_env: str, api_url: str | None,
+                  dry_run: bool) -> None:
     """Write badge SVG + shields.io endpoint JSON; optionally commit them to a branch."""
     from harness.report import badge
 
     header, recs = read_results_file(results)
+    if branch and not repo:
+        raise UserError("--branch needs --repo")
     paths = badge.write(header, recs, out_dir)
     for p in paths.values():
         click.echo(f"badge\t{p}")
-    if branch:
-        if not repo:
-            raise UserError("--branch needs --repo")
+    if branch and dry_run:
+        click.echo(f"dry run: would commit {', '.join(sorted(paths))} to {branch} of {repo} in one commit "
+                   "(none if every file is unchanged there)")
+    elif branch:
         pub = _publisher(repo, token_env, api_url)
         files = {name: p.read_bytes() for name, p in paths.items()}
         done = pub.commit_files(branch, files, f"bti: update {', '.join(sorted(files))}")

@@ -52,6 +52,28 @@ class Annotation:
                 "message": safe.plain(self.message, 4_000), "title": safe.plain(self.title, 255)}
 
 
+def check_requests(sha: str, name: str, conclusion: str, title: str, summary: str, text: str = "",
+                   annotations: list[Annotation] | None = None, details_url: str | None = None
+                   ) -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
+    """What a check run sends: the create request's fields, and the annotation batches that follow it (at most
+    ``MAX_ANNOTATIONS`` in all, ``ANNOTATION_BATCH`` a request; the summary notes the rest). ``bti publish check
+    --dry-run`` prints exactly this."""
+    annotations = annotations or []
+    if len(annotations) > MAX_ANNOTATIONS:
+        left_out = len(annotations) - MAX_ANNOTATIONS
+        annotations = annotations[:MAX_ANNOTATIONS]
+        note = f"\n\n_{left_out} more failure(s) have no annotation (capped at {MAX_ANNOTATIONS}); see the summary and the artifacts._"
+        summary = summary[: MAX_OUTPUT - len(note)] + note
+    output = {"title": title[:255], "summary": summary[:MAX_OUTPUT], "text": text[:MAX_OUTPUT]}
+    apis = [a.as_api() for a in annotations]
+    first = apis[:ANNOTATION_BATCH]
+    kwargs: dict[str, Any] = {"name": name, "head_sha": sha, "status": "completed", "conclusion": conclusion,
+                              "output": {**output, "annotations": first} if first else output}
+    if details_url:
+        kwargs["details_url"] = details_url
+    return kwargs, [apis[i:i + ANNOTATION_BATCH] for i in range(ANNOTATION_BATCH, len(apis), ANNOTATION_BATCH)]
+
+
 @dataclass(frozen=True)
 class Comment:
     id: int
@@ -121,18 +143,8 @@ class Publisher:
               annotations: list[Annotation] | None = None, details_url: str | None = None) -> str:
         """A completed check run with annotations in batches of 50; a commit status when the token
         cannot write check runs (a PAT gets 403/404 on the checks API)."""
-        annotations = annotations or []
-        if len(annotations) > MAX_ANNOTATIONS:
-            left_out = len(annotations) - MAX_ANNOTATIONS
-            annotations = annotations[:MAX_ANNOTATIONS]
-            note = f"\n\n_{left_out} more failure(s) have no annotation (capped at {MAX_ANNOTATIONS}); see the summary and the artifacts._"
-            summary = summary[: MAX_OUTPUT - len(note)] + note
-        output = {"title": title[:255], "summary": summary[:MAX_OUTPUT], "text": text[:MAX_OUTPUT]}
-        first = [a.as_api() for a in annotations[:ANNOTATION_BATCH]]
-        kwargs: dict[str, Any] = {"name": name, "head_sha": sha, "status": "completed", "conclusion": conclusion,
-                                  "output": {**output, "annotations": first} if first else output}
-        if details_url:
-            kwargs["details_url"] = details_url
+        kwargs, batches = check_requests(sha, name, conclusion, title, summary, text, annotations, details_url)
+        output = {k: v for k, v in kwargs["output"].items() if k != "annotations"}
         kwargs["external_id"] = marker_id = uuid.uuid4().hex  # finds this very run if a create landed but failed
         repo = self.repo
 
@@ -152,9 +164,9 @@ class Publisher:
             write("create commit status", lambda: self.gh.requester.requestJsonAndCheck(
                 "POST", f"{self.gh.requester.base_url}/repos/{self.repo_name}/statuses/{sha}", input=status))
             return "status"
-        for start in range(ANNOTATION_BATCH, len(annotations), ANNOTATION_BATCH):
-            batch = [a.as_api() for a in annotations[start:start + ANNOTATION_BATCH]]
-            total = start + len(batch)  # GitHub appends annotations: a batch that landed must not be sent again
+        total = len(kwargs["output"].get("annotations") or [])
+        for batch in batches:
+            total += len(batch)  # GitHub appends annotations: a batch that landed must not be sent again
             write("add check-run annotations", functools.partial(run.edit, output={**output, "annotations": batch}),
                   recheck=functools.partial(_annotations_landed, repo, run.id, total))
         return "check_run"

@@ -5,8 +5,9 @@ publishes it. Every string that came from a record or a header goes through here
 comment, a check run (summary, text, annotations), the job summary or a commit status:
 
 * ``@user`` and ``@org/team`` never ping: a word joiner (U+2060) follows the ``@``;
-* HTML never renders: ``&``, ``<`` and ``>`` are escaped, so ``<!--`` cannot hide the rest of a comment
-  or forge another key's bti marker, and ``<img>``/``<details>`` stay text;
+* HTML never renders: ``&`` and ``<`` are escaped, so ``<!--`` cannot hide the rest of a comment
+  or forge another key's bti marker, and ``<img>``/``<details>`` stay text (``>`` alone starts no markup
+  mid-line, so ``a -> b`` stays readable in the raw Markdown);
 * no link, image or cross-reference: ``[``/``]`` are escaped (so ``[approve](https://…)`` and ``![](…)``
   stay text) and ``#123`` gets a word joiner after the ``#``, so no backlink lands in another issue;
 * nothing breaks out of a code span: backticks become ``'``;
@@ -36,7 +37,7 @@ def plain(text: object, limit: int | None = None) -> str:
 
 def inline(text: object, limit: int | None = None) -> str:
     """One line of Markdown text, e.g. an error message in a table cell."""
-    s = _clean(text, limit).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _clean(text, limit).replace("&", "&amp;").replace("<", "&lt;")  # never at a line's start: `>` quotes nothing
     s = s.replace("`", "'").replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
     return _ISSUE_REF.sub("#" + WORD_JOINER, _MENTION.sub("@" + WORD_JOINER, s))
 

@@ -5,8 +5,9 @@ anywhere; a real delegate returns its own partitioner (and quantizer) from the s
 It shows each part of the contract a vendor needs:
 
 * a partitioner of its own, named in recipes (``partitioners: [example-npu]``): declared in
-  ``extra_partitioners`` and built by ``partitioner()`` (``extra_quantizers`` and ``quantizer()`` do the same for
-  ``quantize: {quantizer: ...}``);
+  ``extra_partitioners`` and built by ``partitioner()``;
+* a quantizer of its own, named in recipes (``quantize: {quantizer: example-npu}``): declared in
+  ``extra_quantizers`` and built by ``quantizer()``, which returns a pt2e ``Quantizer``;
 * a recipe key of its own (``vendor``), declared in ``extra_keys``: ExecuTorch's parser checks its own keys and
   passes this one through in ``recipe.options.extra["vendor"]``;
 * its values checked once, in the parent, with the recipe's file and line (``RecipeError``);
@@ -21,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.backends import Where, check_keys
-from harness.backends.executorch import ExecuTorchBackend, ExecuTorchOptions
+from harness.backends.executorch import ExecuTorchBackend, ExecuTorchOptions, Quantize
 from harness.errors import RecipeError
 
 
@@ -29,6 +30,7 @@ class ExampleDelegate(ExecuTorchBackend):
     name = "example-delegate"
     extra_keys = frozenset({"vendor"})  # ExecuTorch's keys (partitioners, quantize, ...) plus this one
     extra_partitioners = frozenset({"example-npu"})  # beside ExecuTorch's own (xnnpack, coreml, ...)
+    extra_quantizers = frozenset({"example-npu"})  # beside ExecuTorch's own (xnnpack, openvino, arm)
 
     def partitioner(self, name: str, recipe: Any) -> Any:
         if name == "example-npu":
@@ -36,6 +38,20 @@ class ExampleDelegate(ExecuTorchBackend):
 
             return XnnpackPartitioner()  # stands in for the vendor's partitioner (and its compiler, in preprocess)
         return super().partitioner(name, recipe)
+
+    def quantizer(self, cfg: Quantize) -> Any:
+        # cfg is the recipe's `quantize:` mapping, parsed: cfg.quantizer (the name), cfg.per_channel, cfg.dynamic,
+        # cfg.fold_quantize. Return a pt2e Quantizer: bti prepares the exported program with it, calibrates on the
+        # case's inputs, converts, and judges the delegate against that converted (quantized) program.
+        if cfg.quantizer == "example-npu":
+            from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+                XNNPACKQuantizer,
+                get_symmetric_quantization_config,
+            )
+
+            config = get_symmetric_quantization_config(is_per_channel=cfg.per_channel, is_dynamic=cfg.dynamic)
+            return XNNPACKQuantizer().set_global(config)  # stands in for the vendor's quantizer
+        return super().quantizer(cfg)
 
     def parse_options(self, raw: Mapping[str, Any], where: Where) -> ExecuTorchOptions:
         opts = super().parse_options(raw, where)  # ExecuTorch's keys checked; ours arrive in opts.extra
