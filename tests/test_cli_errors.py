@@ -77,3 +77,14 @@ def test_throughput_benchmark_unknown_flow() -> None:
     lines = [x for x in res.stderr.splitlines() if x.strip()]
     assert lines == [lines[0]] and "unknown flow xnnpack_dynamic" in lines[0] and "xnnpack_dynamic_int8_per_channel" in lines[0]
     assert res.stdout == ""
+
+
+def test_a_bare_recipe_file_name_is_found_on_the_recipe_path(bti, tmp_path: Path) -> None:
+    """`-r mybackend.yaml` (docs/backends.md): not in the working directory, it is looked up where names are."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "mybackend.yaml").write_text("name: mybackend\nbackend: executorch\n")
+    env = {"BTI_RECIPE_PATH": str(tmp_path / "mine")}
+    listed = bti("list", "-s", "smoke", "-r", "mybackend.yaml", "-k", "op.relu.*", cwd=tmp_path, env=env)
+    assert listed.code == 0 and "op.relu.basic[float32,static]@mybackend" in listed.out, listed.err
+    check_usage_error(bti("list", "-s", "smoke", "-r", "nosuch.yaml", cwd=tmp_path, env=env),
+                      "recipe file nosuch.yaml: not in the working directory, nor in a recipe directory", str(tmp_path / "mine"))

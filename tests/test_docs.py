@@ -142,3 +142,30 @@ def test_every_python_name_in_the_docs_exists() -> None:
             except AttributeError:
                 wrong.append(f"{page}: {name}")
     assert checked >= 5 and not wrong, wrong
+
+
+def test_the_backends_guide_shows_the_example_delegate_as_it_is() -> None:
+    """The guide's listing of examples/delegate (code and recipes) is the shipped file, which test_examples.py runs."""
+    page = (DOCS / "backends.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```(?:python|yaml)\n(.*?)```", page, flags=re.S)
+    code = (ROOT / "examples" / "delegate" / "bti_example_delegate" / "__init__.py").read_text(encoding="utf-8")
+    assert code.split('"""', 2)[2].lstrip("\n") in blocks  # whole, but for the module docstring
+    for recipe in ("example-delegate.yaml", "example-delegate-int8.yaml"):
+        assert (ROOT / "examples" / "delegate" / "recipes" / recipe).read_text(encoding="utf-8") in blocks, recipe
+
+
+def test_the_default_tolerances_table_is_the_codes() -> None:
+    from harness.judge import QUANTIZED_DEFAULTS
+    from harness.recipes import DEFAULT_TOLERANCES
+
+    page = (DOCS / "recipes.md").read_text(encoding="utf-8").split("## What a recipe is held to when it does not say", 1)[1]
+    rows = page.split("\n\n", 2)[1]
+    def e(v: float) -> str:  # 1e-4 as the page writes it
+        return f"{v:.0e}".replace("e-0", "e-")
+
+    for dtype in ("float32", "float16", "bfloat16"):
+        tol = DEFAULT_TOLERANCES[dtype]
+        assert tol["atol"] == tol["rtol"] and f"`{dtype}` {'atol/rtol ' if dtype == 'float32' else ''}{e(tol['atol'])}" in rows
+    assert DEFAULT_TOLERANCES["int"] == {"atol": 0.0, "rtol": 0.0} and "integers and `bool` exact (0)" in rows
+    q = {**QUANTIZED_DEFAULTS, **DEFAULT_TOLERANCES["quantized"]}
+    assert q["atol"] == q["rtol"] and f"`qtol: {q['qtol']:g}`, `atol`/`rtol` {e(q['atol'])}, `sqnr_db: {q['sqnr_db']:g}`" in rows

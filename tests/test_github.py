@@ -363,3 +363,39 @@ def test_check_on_a_run_that_verified_nothing_is_never_a_success(fake: FakeGitHu
     out = tmp_path / "gh-output"
     assert bti("report", str(path), "-o", str(tmp_path / "rep"), "--format", "md", "--github-output", str(out), "--quiet").code == 0
     assert "unverified=qnn\n" in out.read_text() and "failed=0\n" in out.read_text()
+
+
+def test_dry_runs_render_exactly_what_would_be_sent_without_a_token(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    """`--dry-run` prints the comment's body and the check run's requests as publishing sends them, and calls nothing."""
+    results, env = str(GOLDEN / "results.jsonl"), {"GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0", "GITHUB_TOKEN": ""}
+    common = ["--results", results, "--base", results, "--key", "vendor", "--mode", "always", "--run-url", "https://run/1"]
+    dry = bti("publish", "comment", *common, "--dry-run", "-o", str(tmp_path / "comment.md"), env=env)
+    checked = bti("publish", "check", "--results", results, "--dry-run", "--sha", SHA, "--details-url", "https://run/1", env=env)
+    badge = bti("publish", "badge", "--results", results, "-o", str(tmp_path / "b"), "--branch", "badges", "--repo", fake.repo,
+                "--dry-run", env=env)
+    assert dry.code == checked.code == badge.code == 0, dry.err + checked.err + badge.err
+    assert not fake.log and "would create it" in dry.err and "would commit badge" in badge.out  # nothing was called
+    assert (tmp_path / "b" / "badge.svg").is_file()
+    env["GITHUB_TOKEN"] = TOKEN
+    assert bti("publish", "comment", *common, "--repo", fake.repo, "--pr", "5", env=env).code == 0
+    assert bti("publish", "check", "--results", results, "--repo", fake.repo, "--sha", SHA, "--details-url", "https://run/1",
+               env=env).code == 0
+    assert fake.comments[5][0]["body"] == (tmp_path / "comment.md").read_text(encoding="utf-8")
+    sent = json.loads(checked.out)
+    (run,) = fake.check_runs.values()
+    want = {k: v for k, v in run.items() if k not in ("annotations_batches", "external_id")}
+    assert sent["check_run"] == want and run["conclusion"] == "failure"
+    assert [len(sent["check_run"]["output"].get("annotations") or []), *map(len, sent["annotation_batches"])] == \
+        run["annotations_batches"]
+
+
+def test_dry_runs_need_no_repo_and_publishing_does(bti, tmp_path: Path) -> None:
+    results = str(GOLDEN / "results.jsonl")
+    nothing = bti("publish", "comment", "--results", results, "--pr", "3")
+    assert nothing.code == 2 and "--repo owner/name is needed" in nothing.err and len(nothing.err.strip().splitlines()) == 1
+    nosha = bti("publish", "check", "--results", results, "--repo", "o/n")
+    assert nosha.code == 2 and "needs --sha" in nosha.err
+    full = bti("publish", "comment", "--results", results, "--dry-run", "-o", "/proc/no/such/dir/comment.md")
+    assert full.code == 2 and "cannot write it" in full.err
+    out = bti("publish", "comment", "--results", results, "--dry-run")
+    assert "bti:comment:bti" in out.out and "mode changes" in out.err  # to stdout; the workflows' default mode

@@ -225,3 +225,14 @@ def test_a_bundle_that_was_xfail_in_its_run_stays_expected_where_it_runs() -> No
     rec = decide_bundle(base, bad, xfail)
     assert rec["status"] == "XFAIL" and "upstream bug" in rec["detail"] and rec["xfail"] == xfail
     assert decide_bundle(base, good, xfail)["status"] == "XPASS"
+
+
+def test_an_arrow_in_a_detail_reads_as_an_arrow_and_html_stays_text() -> None:
+    """`->` in a failure's detail is `->` in the Markdown summary and the comment (it read `-&gt;`); `<` still cannot
+    open a tag or a comment."""
+    from harness.report import comment, markdown
+
+    rec = {"kind": "result", "id": "op.x.a[float32,static]@r", "case": "op.x.a", "suite": "s", "recipe": "r",
+           "status": "FAIL_RUN", "detail": "x -> y <!-- bti:comment:k --> <img src=x>"}
+    for text in (markdown.render({"recipes": {"r": "h"}}, [rec]), comment.render("k", {}, [rec], None)):  # type: ignore[list-item]
+        assert "x -> y &lt;!-- bti:comment:k --> &lt;img src=x>" in text and "&gt;" not in text

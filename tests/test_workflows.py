@@ -122,3 +122,21 @@ def test_docs_workflow_snippets_are_valid(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stdout
         res = run(str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(path))
         assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_vendor_templates_call_the_reusable_workflow_with_inputs_it_has() -> None:
+    """workflows/vendor-caller.yml and the docs' snippet: PR, push to the default branch (the PRs' base) and a nightly
+    schedule; every input and secret they pass exists in backend-suite.yml; no extras on a PR; the recipes' env passed."""
+    import yaml
+
+    call = yaml.safe_load((ROOT / ".github" / "workflows" / "backend-suite.yml").read_text())[True]["workflow_call"]
+    page = (ROOT / "docs" / "github-actions.md").read_text()
+    snippet = page.split("## Joining from a vendor repo", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    for text in ((ROOT / "workflows" / "vendor-caller.yml").read_text(), snippet):
+        doc = yaml.safe_load(text)
+        on = doc[True]
+        assert {"pull_request", "push", "schedule"} <= set(on) and on["push"]["branches"] == ["main"] and on["schedule"]
+        job = next(j for j in doc["jobs"].values() if str(j.get("uses", "")).startswith("bti-org/bti/.github/workflows/"))
+        assert set(job["with"]) <= set(call["inputs"]), set(job["with"]) - set(call["inputs"])
+        assert set(job.get("secrets") or {}) <= set(call["secrets"])
+        assert "ACME_SDK_ROOT=" in job["with"]["env"] and "openvino" not in str(job["with"]["extras"])
