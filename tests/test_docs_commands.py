@@ -89,7 +89,8 @@ COMMANDS: dict[str, Doc] = {
     "bti run -s smoke -r portable -o out-smoke": Doc(files=_in("out-smoke", *REPORTS)),
     "bti publish comment --results out-smoke/results.jsonl --key acme --dry-run -o out-smoke/comment.md":
         Doc(files=("out-smoke/comment.md",), says="would create it"),
-    "bti publish check --results out-smoke/results.jsonl --dry-run -o out-smoke/check.json": Doc(files=("out-smoke/check.json",), says="success"),
+    "bti publish check --results out-smoke/results.jsonl --name bti/acme --dry-run -o out-smoke/check.json":
+        Doc(files=("out-smoke/check.json",), says="check 'bti/acme': success"),
     "bti publish badge --results out-smoke/results.jsonl -o out-smoke/badges --branch badges --repo acme/npu --dry-run":
         Doc(files=("out-smoke/badges/badge.svg", "out-smoke/badges/badge.json"), says="would commit"),
     # opdiff.md (the page's path/to/suite.yaml: an opdiff suite of bti's tests)

@@ -393,3 +393,21 @@ def test_docs_vendor_snippet_runs_as_written(scenario, fake: FakeGitHub) -> None
     assert all(r["backend"] == "fault" for r in recs)  # the plugin from the vendor's repo ran
     (body,) = [c["body"] for c in fake.comments[7]]
     assert "✅ all items passed or were expected" in body
+
+
+def test_vendor_caller_template_runs_on_a_pull_request(scenario, fake: FakeGitHub) -> None:
+    """workflows/vendor-caller.yml as a vendor copies it (its suites cut to the caller's four-op suite): on a pull
+    request, `validate` is skipped, both recipes run with the env they require, and the comment and the check land."""
+    text = (ROOT / "workflows" / "vendor-caller.yml").read_text()
+    suites = next(line for line in text.splitlines() if line.strip().startswith("suites:"))
+    sc = scenario("bti.yml", text.replace("0" * 40, "BTI_SHA").replace(suites, "      suites: suites/tiny.yaml"))
+    run = sc.run("pull_request", sc.pull_request_event(), fake)
+    assert run.jobs and all(r == "success" for j, r in run.jobs.items() if "validate" not in j), run.jobs
+    merged = next(p for p in run.artifacts.iterdir() if p.name.endswith("-merged"))
+    recs = _records(merged / "results.jsonl")
+    assert {r["recipe"] for r in recs} == {"acme-npu", "acme-npu-int8"} and all(r["status"] == "PASS" for r in recs), recs
+    assert {r["reference"] for r in recs if r["recipe"] == "acme-npu-int8"} == {"quantized"}
+    (body,) = [c["body"] for c in fake.comments[7]]
+    assert "`acme-npu`" in body and "`acme-npu-int8`" in body
+    (check,) = fake.check_runs.values()
+    assert check["head_sha"] == sc.sha and check["conclusion"] == "success" and check["name"] == "bti/bti"
