@@ -97,6 +97,7 @@ class Record(TypedDict, total=False):
     baseline: dict[str, Any]  # --baseline: recipe, status, latency ratio; a pair: pair_b, status, latency ratio (opdiff's: diff)
     times_ms: list[float]  # each timed run, in milliseconds
     sampled_inputs: list[dict[str, Any]]  # opdiff suites' --sampled-inputs: per input set, opdiff's diff (mse, max_abs, mean_abs)
+    crash: dict[str, Any]  # CRASH: the signal, the fatal line of the worker's own output, its Python frames, the log (harness.causes)
     seed: int
     spec_hash: str  # hash of the case spec (cache key part)
     attempt: int

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
+from harness.causes import chain, describe, root_cause, signature
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.judge import Comparison, QuantizedReference, comparable, compare, device_tolerance, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
@@ -47,24 +48,19 @@ class _Stop(Exception):
     """A stage failed; its outcome is already recorded."""
 
 
-def root_cause(exc: BaseException) -> BaseException:
-    seen = {id(exc)}
-    while (nxt := exc.__cause__ or exc.__context__) is not None and id(nxt) not in seen:
-        seen.add(id(nxt))
-        exc = nxt
-    return exc
-
-
 def error_info(exc: BaseException) -> ErrorInfo:
-    """Type, message and trace tail; a wrapped error (pass managers re-raise) names its root cause."""
-    msg = _text(str(exc).strip() or type(exc).__name__)
+    """Type, message and trace tail of the chain's root cause (``harness.causes``: a wrapper names its cause first),
+    and the key that groups the same bug across items."""
+    rtype, msg, where = describe(exc)
     root = root_cause(exc)
-    if root is not exc:
-        msg = f"{first_line(msg)} — caused by {type(root).__name__}: {str(root).strip()}"
+    links = chain(exc)
+    head = "the chain, outermost first:\n" + "\n".join(f"  {link}" for link in links) + "\nthe root cause's traceback:\n" \
+        if len(links) > 1 else ""
     frames = traceback.format_exception(type(root), root, root.__traceback__)
+    trace = head[:2000] + "".join(frames[-8:])[-(4000 - len(head[:2000])):]
     # a runtime provider's error (raised, or the root of what was raised) decides: CRASH, TIMEOUT, SKIP or ERROR
     status = next((e.status for e in (exc, root) if isinstance(e, ProviderError)), None)
-    return ErrorInfo(type(root).__name__, _text(msg[:4000]), _text("".join(frames[-8:])[-4000:]), status)
+    return ErrorInfo(rtype, _text(msg[:4000]), _text(trace), status, signature(rtype, msg, where))
 
 
 def _text(s: str) -> str:

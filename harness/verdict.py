@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.causes import Crash
 from harness.errors import first_line
 from harness.judge import Comparison
 from harness.status import DEVICE_FAILURES, Stage, Status
@@ -44,9 +45,13 @@ class ErrorInfo:
     message: str
     trace: str = ""
     status: Status | None = None  # the error decides the item's status itself (a runtime provider's ``status``)
+    signature: str = ""  # the root cause's key: one bug, one key, across ops and recipes (harness.causes)
 
     def as_dict(self) -> dict[str, str]:
-        return {"type": self.type, "message": self.message, "trace": self.trace}
+        out = {"type": self.type, "message": self.message, "trace": self.trace}
+        if self.signature:
+            out["signature"] = self.signature
+        return out
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,7 @@ class Outcome:
     times_ms: tuple[float, ...] | None = None  # each timed run's milliseconds (opdiff's times_all)
     sampled_inputs: tuple[Mapping[str, Any], ...] | None = None  # per input set: opdiff's diff against its reference
     detail_prefix: str = ""  # e.g. "pair b (op.x): " when one side of a pair speaks for the pair
+    crash: Crash | None = None  # a dead worker's signal and what its own output said (harness.causes)
 
 
 @dataclass
@@ -146,6 +152,8 @@ def decide(item: Item, recipe: Recipe, outcome: Outcome, run_id: str, attempt: i
     if xfail is not None:
         rec["xfail"] = xfail
     owner = outcome.comparison.owner if outcome.comparison is not None else None
+    if outcome.crash is not None and outcome.crash.cause:
+        owner = "backend"  # the runtime's own fatal check said why: a bug there, not the machine
     hint = triage(status, outcome.control, recipe.name == control_recipe, owner)
     if hint:
         rec["triage"] = hint
@@ -189,6 +197,8 @@ def _fill(rec: Record, o: Outcome) -> None:
         rec["times_ms"] = list(o.times_ms)
     if o.sampled_inputs:
         rec["sampled_inputs"] = [dict(s) for s in o.sampled_inputs]
+    if o.crash is not None:
+        rec["crash"] = o.crash.as_dict()
 
 
 def decide_bundle(base: Mapping[str, Any], outcome: Outcome, expected: Mapping[str, Any] | None = None) -> Record:
@@ -217,7 +227,8 @@ def decide_bundle(base: Mapping[str, Any], outcome: Outcome, expected: Mapping[s
 
 def _status(recipe: Recipe | None, item: Item | None, o: Outcome) -> tuple[Status, str, ErrorInfo | None]:
     if o.fixed is not None:
-        error = ErrorInfo(o.fixed.value, o.fixed_detail) if o.fixed.is_failure else None
+        key = o.crash.signature if o.crash is not None else ""
+        error = ErrorInfo(o.fixed.value, o.fixed_detail, signature=key) if o.fixed.is_failure else None
         return o.fixed, o.fixed_detail, error
     if o.harness_error is not None:
         return Status.ERROR, f"harness error: {first_line(o.harness_error.message)}", o.harness_error
@@ -303,6 +314,8 @@ def triage(status: Status, control: Status | None, is_control: bool, owner: str 
         return "quantizer"
     if status is Status.FLAKY:
         return "flake"
+    if status is Status.CRASH and owner == "backend":  # a crash the runtime explained, or the same on every attempt
+        return "upstream" if is_control or control is Status.CRASH else "backend"
     if status.is_infra or status is Status.ERROR:
         return "infra"
     if status is Status.FAIL_EXPORT or is_control:
@@ -331,4 +344,9 @@ def settle_attempts(attempts: Sequence[Record]) -> Record:
         last["status"] = Status.FLAKY.value
         last["detail"] = "attempts disagree: " + ", ".join(statuses)
         last["triage"] = "flake"
+    elif statuses[0] == Status.CRASH.value and len(attempts) > 1 and last.get("triage") == "infra":
+        keys = {str((a.get("error") or {}).get("signature") or a.get("detail", "")) for a in attempts}
+        if len(keys) == 1:  # the same crash every time: the backend's or the runtime's, not the machine's
+            last["triage"] = "backend"
+            last["detail"] = f"{last.get('detail', '')} (the same crash on all {len(attempts)} attempts)"[:1000]
     return last  # type: ignore[return-value]

@@ -38,3 +38,27 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
             assert rec["outputs"][0]["max_abs"] == 0.0
     md = (tmp_path / "summary.md").read_text()
     assert "| CRASH | worker crashed |" in md and "| TIMEOUT | timed out |" in md
+
+
+def test_a_crash_names_its_cause_from_the_workers_own_output(bti, tmp_path: Path) -> None:
+    """A worker killed by the runtime's own failed check: the record carries the check's words, the Python frames
+    faulthandler printed and the log, and it is the backend's (the control passes); a crash that says nothing but is
+    the same on every attempt is the backend's too, not the machine's."""
+    res = bti("run", "-s", "smoke", "-k", "op.linear.fc*", "-k", "op.relu.*", "-r", "portable", "-r", "crash-per-channel",
+              "-o", str(tmp_path / "a"), "--no-reuse", "--dtype", "float32")
+    assert res.code == 1, res.err
+    recs = {r["id"]: r for r in map(json.loads, (tmp_path / "a" / "results.jsonl").read_text().splitlines()[1:])}
+    rec = recs["op.linear.fc[float32,static]@crash-per-channel"]
+    assert rec["status"] == "CRASH" and rec["triage"] == "backend", rec
+    assert "worker died with SIGABRT: [op_quantize.cpp:" in rec["detail"] and "assert failed" in rec["detail"]
+    crash = rec["crash"]
+    assert crash["signal"] == "SIGABRT" and Path(crash["log"]).is_file() and f"(worker log: {crash['log']})" in rec["detail"]
+    assert any("harness/" in f or "executorch/" in f for f in crash["frames"]), crash  # faulthandler's frames
+    assert rec["error"]["signature"].startswith("CRASH: [op_quantize.cpp:N] In function quantize_per_channel_out()")
+    assert recs["op.relu.basic[float32,static]@crash-per-channel"]["status"] == "PASS"  # the rest of the group ran on
+    silent = bti("run", "-s", str(FIXTURES / "suites" / "tiny.yaml"), "-k", "op.mul.*", "-r", "fault-abort", "-o",
+                 str(tmp_path / "b"), "--no-reuse", "--rerun-failures", "1")
+    assert silent.code == 1, silent.err
+    abort = [json.loads(x) for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()[1:]][-1]  # the settled one
+    assert abort["status"] == "CRASH" and abort["crash"]["cause"] == "" and len(abort["attempts"]) == 2
+    assert abort["triage"] == "backend" and abort["detail"].endswith("(the same crash on all 2 attempts)"), abort

@@ -199,7 +199,8 @@ def test_cli_publish_comment_via_workflow_run_event(fake: FakeGitHub, bti, tmp_p
                                          "repo_owner": run["head_repository"]["owner"]["login"]}}]
     env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
     args = ["publish", "comment", "--results", str(GOLDEN / "results.jsonl"), "--base", str(GOLDEN / "results.jsonl"),
-            "--repo", fake.repo, "--event-path", str(WEBHOOKS / "workflow_run.completed.payload.json"), "--key", "vendor"]
+            "--repo", fake.repo, "--event-path", str(WEBHOOKS / "workflow_run.completed.payload.json"), "--key", "vendor",
+            "--mode", "always"]  # no change against the base: only "always" creates it
     for _ in range(3):
         res = bti(*args, env=env)
         assert res.code == 0, res.err

@@ -6,7 +6,20 @@ from collections import Counter
 from typing import Any
 
 from harness.report import safe
-from harness.report.summary import RecipeSummary, attempts_line, baseline_latency, blocking_ops, by_recipe, failures, flaky, fmt_num, headline, triage_counts, worst_sqnr
+from harness.report.summary import (
+    RecipeSummary,
+    attempts_line,
+    baseline_latency,
+    blocking_ops,
+    by_recipe,
+    failures,
+    flaky,
+    fmt_num,
+    headline,
+    root_causes,
+    triage_counts,
+    worst_sqnr,
+)
 from harness.results import Record, status_of
 from harness.status import Status
 
@@ -79,6 +92,7 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
         for hint, per in triage_counts(fails).items():
             out.append(f"| {hint} | " + " | ".join(str(per[r]) for r in recipes) + " |")
         out.append("")
+        out += _root_cause_table(fails)
     flakes = flaky(records)
     if flakes:
         out += [f"## Flaky items ({len(flakes)})", "", "_Their attempts disagree; FLAKY fails the run._", "",
@@ -111,6 +125,25 @@ def render(header: dict[str, Any], records: list[Record], limit: int = LIMIT_BYT
     if fails:
         text += _failure_list(fails, limit - len(text.encode()) - 200)
     return text
+
+
+def _root_cause_table(fails: list[Record], limit: int = 25) -> list[str]:
+    """One row per root cause (the innermost exception and where it was raised, a crash's fatal line, a mismatch's
+    shape), the largest first: one upstream bug is one row across ops and recipes."""
+    groups = root_causes(fails)
+    out = ["## Root causes (one bug, one row)", "",
+           "_The innermost exception and where it was raised, or a crash's fatal line from the worker's own output; "
+           "numbers blanked. Each failure's full chain is in its record (`error.trace`, `crash`)._", "",
+           "| root cause | items | recipes | statuses | e.g. |", "|---|---:|---|---|---|"]
+    for key, recs in groups[:limit]:
+        recipes = sorted({r["recipe"] for r in recs})
+        statuses = sorted({r["status"] for r in recs})
+        out.append(f"| {safe.code(key, 300)} | {len(recs)} | {_esc(', '.join(recipes[:6]) + (' …' if len(recipes) > 6 else ''))} "
+                   f"| {_esc(', '.join(statuses))} | {safe.code(recs[0]['id'], 120)} |")
+    if len(groups) > limit:
+        out.append(f"\n_{len(groups) - limit} more root cause(s), {sum(len(r) for _, r in groups[limit:])} failure(s): see results.jsonl._")
+    out.append("")
+    return out
 
 
 def model_accuracy(records: list[Record], limit: int = 40) -> list[str]:

@@ -197,3 +197,20 @@ def attempts_line(rec: Record) -> str:
     attempts = rec.get("attempts")
     items = attempts if isinstance(attempts, list) else []
     return " → ".join(str(a.get("status", "?")) if isinstance(a, dict) else "?" for a in items)
+
+
+def root_cause(rec: Record) -> str:
+    """The key of a failure's root cause (``harness.causes.signature``): the record's own, or one made from its
+    status and detail (a mismatch, a delegation failure), numbers blanked."""
+    from harness.causes import signature
+
+    key = (rec.get("error") or {}).get("signature")
+    return str(key) if key else signature(str(rec.get("status")), str(rec.get("detail") or "").splitlines()[0] if rec.get("detail") else "")
+
+
+def root_causes(fails: list[Record]) -> list[tuple[str, list[Record]]]:
+    """Failures grouped by root cause, the largest group first: one upstream bug is one group across ops and recipes."""
+    groups: dict[str, list[Record]] = {}
+    for rec in fails:
+        groups.setdefault(root_cause(rec), []).append(rec)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))

@@ -18,6 +18,7 @@ at its end (``harness.speedups.group_gc``).
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import multiprocessing as mp
 import os
 import signal
@@ -29,6 +30,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from harness.cases.case import Item
+from harness.causes import Crash, fatal_cause
 from harness.env import peak_rss_mb, process_rss_mb, remove_scratch, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
@@ -60,6 +62,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
+    faulthandler.enable(all_threads=True)  # a fatal signal prints the Python frames to the log: a CRASH names them
     import torch
 
     from harness.speedups import group_gc
@@ -96,6 +99,7 @@ class _Worker:
     done: set[str] = field(default_factory=set)
     current: str | None = None
     started: float = 0.0
+    log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
 
     @property
     def busy(self) -> bool:
@@ -171,7 +175,7 @@ class Pool:
             while w.conn.poll():
                 kind, payload = w.conn.recv()
                 if kind == "start":
-                    w.current, w.started = payload, time.monotonic()
+                    w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
                 elif kind == "result":
                     w.done.add(payload["id"])
                     w.current = None
@@ -190,13 +194,39 @@ class Pool:
             code = w.proc.exitcode
             name = signal.Signals(-code).name if code is not None and code < 0 else f"exit code {code}"
             hint = " (out of memory? the kernel's OOM killer sends SIGKILL)" if code == -signal.SIGKILL else ""
-            self._fail(w, queue, Status.CRASH, f"worker died with {name}{hint}")
+            crash = self._crash(w, name)
+            said = f": {crash.cause}" if crash.cause else ""
+            where = f" (worker log: {crash.log})" if crash.log else ""
+            self._fail(w, queue, Status.CRASH, f"worker died with {name}{hint}{said}{where}", crash)
 
-    def _fail(self, w: _Worker, queue: deque[list[Item]], status: Status, detail: str) -> None:
+    def _log_path(self, w: _Worker) -> str:
+        return os.path.join(self.cfg.log_dir, f"worker-{w.proc.pid}.log") if self.cfg.log_dir else ""
+
+    def _log_size(self, w: _Worker) -> int:
+        try:
+            return os.path.getsize(self._log_path(w)) if self.cfg.log_dir else 0
+        except OSError:
+            return 0
+
+    def _crash(self, w: _Worker, name: str) -> Crash:
+        """Why the worker died, from what it wrote to its log since its current item started (the last 256 KB)."""
+        path = self._log_path(w)
+        if not path:
+            return Crash(name)
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(max(w.log_offset, os.path.getsize(path) - 256 * 1024))
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return Crash(name, log=path)
+        cause, frames = fatal_cause(text)
+        return Crash(name, cause, frames, path)
+
+    def _fail(self, w: _Worker, queue: deque[list[Item]], status: Status, detail: str, crash: Crash | None = None) -> None:
         remaining = [it for it in w.group if it.id not in w.done]
         if remaining:
             victim = next((it for it in remaining if it.id == w.current), remaining[0])
-            self._emit(self._synthetic(victim, status, detail, w.proc.pid))
+            self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash))
             rest = [it for it in remaining if it is not victim]
             if rest:
                 queue.appendleft(rest)
@@ -206,11 +236,11 @@ class Pool:
         GroupContext.note(self.contexts, rec, self.cfg.control, self.cfg.baseline)
         self.on_record(rec)
 
-    def _synthetic(self, item: Item, status: Status, detail: str, pid: int) -> Record:
+    def _synthetic(self, item: Item, status: Status, detail: str, pid: int, crash: Crash | None = None) -> Record:
         from harness.verdict import Outcome, decide
 
         ctx = self.contexts.get(item.group) or GroupContext()
-        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control)
+        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control, crash=crash)
         return decide(item, self.recipes[item.recipe], outcome, self.cfg.run_id, self.cfg.attempt, self.cfg.control)
 
     def _remove(self, w: _Worker) -> None:

@@ -1,0 +1,131 @@
+"""Root causes: what a failure's one-line detail names, and the key that groups one bug across ops and recipes
+(torch-free).
+
+* An exception: libraries wrap what went wrong (ExecuTorch's pass manager re-raises "An error occurred when running
+  the '…' pass after the following passes: […]", torch.export its own), so the detail leads with the innermost
+  exception of the chain (``__cause__``, else ``__context__``): its type, its first line and where it was raised (the
+  last frame of its traceback). The wrapper follows; the whole chain stays in the record's ``error.trace``.
+* A crash: the worker's process is gone, so its own output says why. ``fatal_cause`` finds the fatal line in what
+  the worker wrote to its log while the item ran: a runtime's failed check (ExecuTorch's ``[op_quantize.cpp:427] …
+  assert failed (…)``, a C++ ``terminate called … what(): …``, a C ``Assertion … failed``), and the Python frames
+  ``faulthandler`` printed.
+* ``signature``: type, message with its numbers and addresses blanked, and the function that raised it. One upstream
+  bug met by many ops on many recipes is one signature.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import TracebackType
+
+_SITE = re.compile(r".*?/(?:site|dist)-packages/")
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_FATAL = (  # (pattern, what it is), in order of preference: the runtime's own words first
+    re.compile(r"assert(?:ion)? failed|Check failed|Assertion .* failed"),
+    re.compile(r"terminate called|what\(\):"),
+    # Python's own fatal errors, but not faulthandler's restatement of the signal ("Fatal Python error: Aborted"),
+    # which says no more than the signal does
+    re.compile(r"Fatal Python error: (?!(?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|Aborted)$)"),
+)
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of ``exc``'s chain (``__cause__``, else ``__context__``)."""
+    seen = {id(exc)}
+    while (nxt := exc.__cause__ or exc.__context__) is not None and id(nxt) not in seen:
+        seen.add(id(nxt))
+        exc = nxt
+    return exc
+
+
+def where_raised(tb: TracebackType | None) -> str:
+    """``path:line in function`` of a traceback's last frame (a package's path from its package directory)."""
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    if last is None:
+        return ""
+    code = last.tb_frame.f_code
+    return f"{_SITE.sub('', code.co_filename)}:{last.tb_lineno} in {code.co_name}"
+
+
+def describe(exc: BaseException) -> tuple[str, str, str]:
+    """(root type, message, where): the message leads with the root cause and where it was raised, then the wrapper's
+    first line, then the rest of the root's message."""
+    root = root_cause(exc)
+    rtype, where = type(root).__name__, where_raised(root.__traceback__)
+    lines = (str(root).strip() or rtype).splitlines()
+    head = f"{rtype}: {lines[0].strip()}" + (f" (raised at {where})" if where else "")
+    if root is not exc:
+        outer = (str(exc).strip() or type(exc).__name__).splitlines()[0].strip()
+        head += f"; wrapped by {type(exc).__name__}: {outer}"
+    return rtype, "\n".join([head, *lines[1:]]), where
+
+
+def chain(exc: BaseException) -> list[str]:
+    """Every link of ``exc``'s chain, outermost first: ``Type: first line (raised at …)``."""
+    out, seen = [], set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        first = (str(link).strip() or type(link).__name__).splitlines()[0][:300]
+        where = where_raised(link.__traceback__)
+        out.append(f"{type(link).__name__}: {first}" + (f" (raised at {where})" if where else ""))
+        link = link.__cause__ or link.__context__
+    return out
+
+
+def signature(kind: str, message: str, where: str = "") -> str:
+    """One bug's key: the type, the message's first line with numbers and addresses blanked (shapes and sizes differ
+    from op to op), the raising function (not its line, which moves between versions)."""
+    first = message.splitlines()[0] if message else ""
+    first = re.sub(r" \(raised at .*?\)(?=;|$)", "", first).split("; wrapped by ", 1)[0].removeprefix(f"{kind}: ")
+    func = where.rsplit(" in ", 1)
+    place = f"{func[0].rsplit(':', 1)[0]}:{func[1]}" if len(func) == 2 else where
+    return f"{kind}: {_NUMBER.sub('N', first)[:240]}" + (f" @ {place}" if place else "")
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Why a worker died, from its own output: the fatal line, the Python frames faulthandler printed, the log."""
+
+    signal: str
+    cause: str = ""
+    frames: tuple[str, ...] = ()
+    log: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"signal": self.signal, "cause": self.cause, "log": self.log}
+        if self.frames:
+            out["frames"] = list(self.frames)
+        return out
+
+    @property
+    def signature(self) -> str:
+        return signature("CRASH", self.cause or self.signal)
+
+
+def fatal_cause(text: str) -> tuple[str, tuple[str, ...]]:
+    """The fatal line of a dead worker's output (the runtime's failed check, an uncaught C++ exception, Python's
+    fatal error), and the innermost Python frames faulthandler dumped ("" and () when the output says nothing)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    cause = ""
+    for pattern in _FATAL:
+        hits = [i for i, line in enumerate(lines) if pattern.search(line)]
+        if hits:
+            i = hits[-1]
+            cause = lines[i]
+            if "what()" in cause and i > 0 and lines[i - 1].startswith("terminate called"):
+                cause = f"{lines[i - 1]} {cause}"
+            elif cause.startswith("terminate called") and i + 1 < len(lines) and "what()" in lines[i + 1]:
+                cause = f"{cause} {lines[i + 1]}"
+            break
+    # faulthandler: "Current thread 0x… (most recent call first):", then its frames, innermost first
+    start = next((i for i, line in enumerate(lines) if line.startswith(("Current thread", "Stack (most recent"))), -1)
+    frames = []
+    for line in lines[start + 1:] if start >= 0 else []:
+        if not line.startswith("File \""):
+            break
+        frames.append(line)
+    return cause[:500], tuple(frames[:4])

@@ -1,0 +1,71 @@
+"""Root causes (harness/causes.py): the detail leads with the innermost exception and where it was raised; one bug
+is one signature across ops; a dead worker's own output names its crash."""
+
+from __future__ import annotations
+
+from harness.causes import chain, describe, fatal_cause, signature
+from harness.stages import error_info
+
+
+def _wrapped(size: int) -> BaseException:
+    def get_param_tensor() -> None:
+        raise RuntimeError(f"unsupported param type, call_function; size {size}")
+
+    try:
+        try:
+            get_param_tensor()
+        except RuntimeError as exc:
+            raise Exception("An error occurred when running the '_ExportedProgramGraphPassAdapter' pass after the "
+                            "following passes: ['A', 'B']\nmore text") from exc
+    except Exception as outer:
+        return outer
+    raise AssertionError("unreachable")
+
+
+def test_the_detail_leads_with_the_root_cause_and_where_it_was_raised() -> None:
+    rtype, message, where = describe(_wrapped(3))
+    assert rtype == "RuntimeError" and where.endswith(" in get_param_tensor") and "test_causes.py:" in where
+    first = message.splitlines()[0]
+    assert first.startswith("RuntimeError: unsupported param type, call_function; size 3 (raised at ")
+    assert first.endswith("; wrapped by Exception: An error occurred when running the '_ExportedProgramGraphPassAdapter' "
+                          "pass after the following passes: ['A', 'B']")
+    info = error_info(_wrapped(3))
+    assert info.type == "RuntimeError" and info.message == message
+    assert info.trace.startswith("the chain, outermost first:\n  Exception: An error occurred") and "in get_param_tensor" in info.trace
+    assert len(chain(_wrapped(3))) == 2
+
+
+def test_one_bug_is_one_signature_whatever_the_numbers() -> None:
+    a, b = error_info(_wrapped(3)), error_info(_wrapped(40))
+    assert a.signature == b.signature == "RuntimeError: unsupported param type, call_function; size N @ " \
+        + a.signature.split(" @ ", 1)[1] and a.signature.endswith(":get_param_tensor")
+    assert signature("IndexError", "IndexError: tuple index out of range") != signature("KeyError", "KeyError: 'x'")
+    try:
+        raise ValueError("plain")
+    except ValueError as exc:
+        plain = error_info(exc)
+    assert plain.message.startswith("ValueError: plain (raised at ") and "wrapped by" not in plain.message
+
+
+def test_a_dead_workers_output_names_its_cause() -> None:
+    log = """[cpuinfo_utils.cpp:125] CPU info and manual query on # of cpus dont match.
+[op_quantize.cpp:427] In function quantize_per_channel_out(), assert failed (scale.scalar_type() == ScalarType::Double): x
+Fatal Python error: Aborted
+
+Thread 0x00007f01 (most recent call first):
+  File "/x/threading.py", line 320 in wait
+
+Current thread 0x00007f00 (most recent call first):
+  File "/x/executorch/runtime/__init__.py", line 120 in execute
+  File "/w/harness/backends/executorch.py", line 400 in run
+
+Extension modules: numpy (total: 1)
+"""
+    cause, frames = fatal_cause(log)
+    assert cause.startswith("[op_quantize.cpp:427] In function quantize_per_channel_out(), assert failed")
+    assert frames == ('File "/x/executorch/runtime/__init__.py", line 120 in execute',
+                      'File "/w/harness/backends/executorch.py", line 400 in run')
+    cause, _ = fatal_cause("terminate called after throwing an instance of 'c10::Error'\n  what():  bad alloc\n")
+    assert cause == "terminate called after throwing an instance of 'c10::Error' what():  bad alloc"
+    assert fatal_cause("Fatal Python error: Segmentation fault\n") == ("", ())  # the signal restated: nothing more
+    assert fatal_cause("Fatal Python error: PyThreadState_Get: no current thread\n")[0].endswith("no current thread")
