@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from types import TracebackType
 
-_SITE = re.compile(r".*?/(?:site|dist)-packages/")
+_SITE = re.compile(r".*?/(?:site|dist)-packages/|.*/(?=harness/)")  # a package's path from its own directory
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 _FATAL = (  # (pattern, what it is), in order of preference: the runtime's own words first
     re.compile(r"assert(?:ion)? failed|Check failed|Assertion .* failed"),
@@ -56,7 +56,8 @@ def describe(exc: BaseException) -> tuple[str, str, str]:
     root = root_cause(exc)
     rtype, where = type(root).__name__, where_raised(root.__traceback__)
     lines = (str(root).strip() or rtype).splitlines()
-    head = f"{rtype}: {lines[0].strip()}" + (f" (raised at {where})" if where else "")
+    first = lines[0].strip().removeprefix(f"{rtype}: ")  # a message re-raised across a process may carry its type
+    head = f"{rtype}: {first}" + (f" (raised at {where})" if where else "")
     if root is not exc:
         outer = (str(exc).strip() or type(exc).__name__).splitlines()[0].strip()
         head += f"; wrapped by {type(exc).__name__}: {outer}"

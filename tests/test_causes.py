@@ -69,3 +69,21 @@ Extension modules: numpy (total: 1)
     assert cause == "terminate called after throwing an instance of 'c10::Error' what():  bad alloc"
     assert fatal_cause("Fatal Python error: Segmentation fault\n") == ("", ())  # the signal restated: nothing more
     assert fatal_cause("Fatal Python error: PyThreadState_Get: no current thread\n")[0].endswith("no current thread")
+
+
+def test_a_message_that_carries_its_type_is_not_prefixed_twice_and_bti_paths_are_short() -> None:
+    from harness.providers import ProviderError
+
+    try:
+        raise ProviderError("ProviderError: load: Failed to load method forward, error: 0x:20")
+    except ProviderError as exc:
+        _, message, _ = describe(exc)
+    assert message.startswith("ProviderError: load: Failed to load method forward, error: 0x:20 (raised at ")
+    from harness.errors import RecipeError
+    from harness.recipes import load_recipe
+
+    try:
+        load_recipe("no-such-recipe")
+    except RecipeError as exc:
+        _, _, where = describe(exc)
+    assert where.startswith("harness/recipes.py:") and where.endswith(" in load_recipe"), where  # bti's own: from harness/

@@ -23,7 +23,7 @@ import pytest
 from .conftest import FIXTURES, ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^```([a-z]*)\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^[ \t]*```([a-z]*)\n(.*?)^[ \t]*```", re.S | re.M)  # a fence in a list item is indented
 COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?(?:bti|make)(?: |$)")
 VENV = Path(sys.executable).parent.parent
 REPORTS = ("results.jsonl", "junit.xml", "summary.md", "results.csv", "dashboard.html", "badge.svg", "badge.json")
@@ -41,6 +41,7 @@ class Doc:
     run: str = ""
     why: str = ""
     first: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # what the page says to set up first ({examples}: its `pip install ./examples/…`)
 
 
 def _in(out: str, *names: str) -> tuple[str, ...]:
@@ -48,6 +49,7 @@ def _in(out: str, *names: str) -> tuple[str, ...]:
 
 
 SMALL = "on two cases: the documented form takes minutes"
+EXAMPLES = (("PYTHONPATH", "{examples}"),)  # the page's `pip install ./examples/delegate` (and npu-device)
 COMMANDS: dict[str, Doc] = {
     # README.md, getting-started.md
     "make run": Doc(files=_in("out", *REPORTS), run='make -C {root} run OUT={cwd}/out ARGS="-k op.add.* -k op.relu.*"',
@@ -71,13 +73,20 @@ COMMANDS: dict[str, Doc] = {
                                    why="`make test` runs this target at its end: its recipe is checked here"),
     "make docs": Doc(files=("site/index.html", "site/cli/index.html", "site/img/dashboard.png"), run="make -C {root} docs SITE={cwd}/site",
                      says="Documentation built", why="into this test's directory, not the clone's site-docs/"),
+    # arm-coreml.md
+    "bti run -r coreml -s ops --bundle -o out --allow-unverified":
+        Doc(files=("out/programs/op.relu.rank1_float32_static_@coreml.bpte", *_in("out", *REPORTS)), says="nothing verified on coreml",
+            run="bti run -r coreml -s ops --bundle -o out --allow-unverified -k op.relu.*", why=SMALL),
+    # on Linux, which the page says it is not for: no Core ML runtime here, so each bundle fails to load (exit 1)
+    "bti verify out/programs --runtime pybind": Doc(code=1, says="Failed to load method forward", files=("out-verify/results.jsonl",)),
     # backends.md (the examples installed with pip first, as the page says)
-    "bti list --recipes -r examples/delegate/recipes/example-delegate.yaml": Doc(says="example-delegate\tavailable"),
+    "bti list --recipes -r examples/delegate/recipes/example-delegate.yaml": Doc(says="example-delegate\tavailable", env=EXAMPLES),
     "bti run -s smoke -r examples/delegate/recipes/example-delegate.yaml -r examples/delegate/recipes/example-delegate-int8.yaml "
-    "-r portable": Doc(files=_in("out", *REPORTS)),
+    "-r portable": Doc(files=_in("out", *REPORTS), env=EXAMPLES),
     "BTI_RECIPE_PATH=examples/delegate/recipes bti run -s smoke -r example-delegate-int8 -o out-int8":
-        Doc(files=_in("out-int8", *REPORTS)),
-    "bti run -s smoke -r examples/npu-device/recipes/torch-npu.yaml -r torch-cpu --baseline torch-cpu": Doc(files=_in("out", *REPORTS)),
+        Doc(files=_in("out-int8", *REPORTS), env=EXAMPLES),
+    "bti run -s smoke -r examples/npu-device/recipes/torch-npu.yaml -r torch-cpu --baseline torch-cpu":
+        Doc(files=_in("out", *REPORTS), env=EXAMPLES),
     # devices.md
     "bti bench out/programs/op.linear.fc_float32_static_@xnnpack.bpte --json bench.json":
         Doc(files=("bench.json",), says="latency", first=("bti run -s smoke -r xnnpack -r xnnpack-int8-static-per-channel --bundle -o out",)),
@@ -102,7 +111,8 @@ COMMANDS: dict[str, Doc] = {
     "bti report out/results.jsonl --format opdiff": Doc(files=("out/opdiff.jsonl",)),
     # opinfo.md
     "bti run -s opinfo-ci -r torch-npu -r torch-cpu":
-        Doc(files=_in("out", *REPORTS), run="bti run -s opinfo-ci -r torch-npu -r torch-cpu -k opinfo.abs.* -k opinfo.add.*", why=SMALL),
+        Doc(files=_in("out", *REPORTS), run="bti run -s opinfo-ci -r torch-npu -r torch-cpu -k opinfo.abs.* -k opinfo.add.*", why=SMALL,
+            env=(*EXAMPLES, ("BTI_RECIPE_PATH", "examples/npu-device/recipes"))),  # as the page says below the block
     "bti run -s opinfo -r torch-cuda": Doc(code=1, says="nothing verified", run="bti run -s opinfo -r torch-cuda -k opinfo.abs.* -o out-cuda",
                                            why="no GPU here: UNAVAILABLE, exit 1, as the page says (into out-cuda, keeping out/)"),
     "bti report out/results.jsonl --support": Doc(files=("out/support.md", "out/support.csv")),
@@ -153,16 +163,19 @@ def _argv(words: list[str]) -> tuple[list[str], dict[str, str]]:
     return words, env
 
 
-def _run(command: str, cwd: Path, env: dict[str, str]) -> None:
+def _run(command: str, cwd: Path, env: dict[str, str], examples: Path) -> None:
     doc = COMMANDS[command]
     words, own = _argv(shlex.split(doc.run.format(root=ROOT, cwd=cwd) if doc.run else command))
-    res = subprocess.run(words, cwd=cwd, env={**env, **own}, capture_output=True, text=True, timeout=900,
+    setup = {name: value.format(examples=examples) for name, value in doc.env}
+    before = {p: p.stat().st_mtime_ns for pattern in doc.files for p in cwd.glob(pattern)}
+    res = subprocess.run(words, cwd=cwd, env={**env, **setup, **own}, capture_output=True, text=True, timeout=900,
                          stdin=subprocess.DEVNULL)
     said = res.stdout + res.stderr
     assert res.returncode == doc.code, f"{command}: exit {res.returncode}, not {doc.code}\n{said[-3000:]}"
     assert doc.says in said, f"{command}: does not say {doc.says!r}\n{said[-3000:]}"
-    for pattern in doc.files:
-        assert list(cwd.glob(pattern)), f"{command}: wrote no {pattern}"
+    for pattern in doc.files:  # written by this command, not left by an earlier one in the same directory
+        fresh = [p for p in cwd.glob(pattern) if before.get(p) != p.stat().st_mtime_ns]
+        assert fresh, f"{command}: wrote no {pattern}"
 
 
 @pytest.mark.slow
@@ -175,14 +188,14 @@ def test_the_pages_commands_run(page: Path, tmp_path: Path, installed_examples: 
     for f in (FIXTURES / "opdiff").iterdir():  # opdiff.md's path/to/suite.yaml: bti's own opdiff suite, with its includes
         (tmp_path / "path" / "to" / f.name).symlink_to(f)
     (tmp_path / "path" / "to" / "suite.yaml").symlink_to(FIXTURES / "opdiff" / "all.yaml")
-    env = {**os.environ, "PYTHONPATH": str(installed_examples), "BTI_CACHE_DIR": str(tmp_path / ".bti-cache"),
-           "BTI_RECIPE_PATH": str(ROOT / "examples" / "npu-device" / "recipes")}
-    env.pop("CI", None)
+    env = {**os.environ, "BTI_CACHE_DIR": str(tmp_path / ".bti-cache")}
+    for name in ("CI", "PYTHONPATH", "BTI_RECIPE_PATH"):  # only what the page itself sets up (Doc.env)
+        env.pop(name, None)
     done: set[str] = set()
     for command in documented(page):
         for before in (*COMMANDS[command].first, command):
             if before not in done:
-                _run(before, tmp_path, env)
+                _run(before, tmp_path, env, installed_examples)
                 done.add(before)
     if page.name == "development.md":  # the site the docs build: the CLI reference is generated from the command
         cli = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")

@@ -140,3 +140,39 @@ def test_the_vendor_templates_call_the_reusable_workflow_with_inputs_it_has() ->
         assert set(job["with"]) <= set(call["inputs"]), set(job["with"]) - set(call["inputs"])
         assert set(job.get("secrets") or {}) <= set(call["secrets"])
         assert "ACME_SDK_ROOT=" in job["with"]["env"] and "openvino" not in str(job["with"]["extras"])
+        if "repository_dispatch" in on:  # the upstream PR's comment and check need a token that may write there
+            assert "publish-token" in (job.get("secrets") or {})
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    own = [b for b in page.split("```yaml\n")[1:] if "uses: bti-org/bti@" in b.split("```", 1)[0]]
+    assert own, "the composite action's own snippet"
+    steps = yaml.safe_load(own[0].split("```", 1)[0])["jobs"]["bti"]["steps"]
+    (step,) = [st for st in steps if str(st.get("uses", "")).startswith("bti-org/bti@")]
+    assert set(step["with"]) <= set(action["inputs"]), set(step["with"]) - set(action["inputs"])
+
+
+def _env_step_script() -> str:
+    """The python the reusable workflow's `env` step runs (between its <<'PY' and PY lines)."""
+    import yaml
+
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "backend-suite.yml").read_text())
+    (step,) = [s for s in wf["jobs"]["run"]["steps"] if s.get("name") == "Environment for the recipes"]
+    return step["run"].split("<<'PY'\n", 1)[1].rsplit("\nPY", 1)[0]
+
+
+def test_the_env_input_sets_one_variable_a_line_and_refuses_what_would_change_what_runs() -> None:
+    import subprocess
+    import sys
+
+    script = _env_step_script()
+
+    def run(value: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", script], env={"RUN_ENV": value}, capture_output=True, text=True)
+
+    ok = run("ACME_SDK_ROOT=/opt/acme-sdk\n# a comment\n\nPIP_EXTRA_INDEX_URL=https://x/whl/cpu\nEMPTY=\n")
+    assert ok.returncode == 0 and ok.stdout == "ACME_SDK_ROOT=/opt/acme-sdk\nPIP_EXTRA_INDEX_URL=https://x/whl/cpu\nEMPTY=\n"
+    for bad in ("GITHUB_TOKEN=x", "LD_PRELOAD=/tmp/x.so", "PATH=/tmp", "PYTHONPATH=/tmp", "GIT_SSH_COMMAND=x", "BASH_ENV=/x",
+                "NODE_OPTIONS=--require=x", "lower=1", "NAME", "A<<EOF=x", "ACTIONS_RUNTIME_TOKEN=x"):
+        res = run(f"ACME_SDK_ROOT=/opt\n{bad}\n")
+        assert res.returncode == 2 and res.stdout == "ACME_SDK_ROOT=/opt\n" and "::error::env line 2:" in res.stderr, (bad, res)
+    two = run("ACME=a\u2028B=c")  # a line break GitHub's runner might not see as one: Python's splitlines does
+    assert two.stdout.count("\n") == 2 and all("=" in line for line in two.stdout.splitlines())
