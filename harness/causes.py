@@ -30,13 +30,26 @@ _FATAL = (  # (pattern, what it is), in order of preference: the runtime's own w
 )
 
 
+def _links(exc: BaseException) -> list[BaseException]:
+    """``exc``'s chain, outermost first (``__cause__``, else ``__context__``; a cycle ends it)."""
+    out: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and all(link is not seen for seen in out):
+        out.append(link)
+        link = link.__cause__ or link.__context__
+    return out
+
+
 def root_cause(exc: BaseException) -> BaseException:
     """The innermost exception of ``exc``'s chain (``__cause__``, else ``__context__``)."""
-    seen = {id(exc)}
-    while (nxt := exc.__cause__ or exc.__context__) is not None and id(nxt) not in seen:
-        seen.add(id(nxt))
-        exc = nxt
-    return exc
+    return _links(exc)[-1]
+
+
+def _first(exc: BaseException) -> str:
+    """An exception's message's first line (its type's name when it has none), without a repeat of that type: a
+    message re-raised across a process may carry it."""
+    name = type(exc).__name__
+    return (str(exc).strip() or name).splitlines()[0].strip().removeprefix(f"{name}: ")
 
 
 def where_raised(tb: TracebackType | None) -> str:
@@ -55,33 +68,31 @@ def describe(exc: BaseException) -> tuple[str, str, str]:
     first line, then the rest of the root's message."""
     root = root_cause(exc)
     rtype, where = type(root).__name__, where_raised(root.__traceback__)
-    lines = (str(root).strip() or rtype).splitlines()
-    first = lines[0].strip().removeprefix(f"{rtype}: ")  # a message re-raised across a process may carry its type
-    head = f"{rtype}: {first}" + (f" (raised at {where})" if where else "")
+    head = f"{rtype}: {_first(root)}" + (f" (raised at {where})" if where else "")
     if root is not exc:
-        outer = (str(exc).strip() or type(exc).__name__).splitlines()[0].strip()
-        head += f"; wrapped by {type(exc).__name__}: {outer}"
-    return rtype, "\n".join([head, *lines[1:]]), where
+        head += f"; wrapped by {type(exc).__name__}: {_first(exc)}"
+    return rtype, "\n".join([head, *(str(root).strip() or rtype).splitlines()[1:]]), where
 
 
 def chain(exc: BaseException) -> list[str]:
     """Every link of ``exc``'s chain, outermost first: ``Type: first line (raised at …)``."""
-    out, seen = [], set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        seen.add(id(link))
-        first = (str(link).strip() or type(link).__name__).splitlines()[0][:300]
+    out = []
+    for link in _links(exc):
         where = where_raised(link.__traceback__)
-        out.append(f"{type(link).__name__}: {first}" + (f" (raised at {where})" if where else ""))
-        link = link.__cause__ or link.__context__
+        out.append(f"{type(link).__name__}: {_first(link)[:300]}" + (f" (raised at {where})" if where else ""))
     return out
+
+
+def root_signature(exc: BaseException) -> str:
+    """``signature`` of the root cause of ``exc``'s chain."""
+    root = root_cause(exc)
+    return signature(type(root).__name__, _first(root), where_raised(root.__traceback__))
 
 
 def signature(kind: str, message: str, where: str = "") -> str:
     """One bug's key: the type, the message's first line with numbers and addresses blanked (shapes and sizes differ
     from op to op), the raising function (not its line, which moves between versions)."""
     first = message.splitlines()[0] if message else ""
-    first = re.sub(r" \(raised at .*?\)(?=;|$)", "", first).split("; wrapped by ", 1)[0].removeprefix(f"{kind}: ")
     func = where.rsplit(" in ", 1)
     place = f"{func[0].rsplit(':', 1)[0]}:{func[1]}" if len(func) == 2 else where
     return f"{kind}: {_NUMBER.sub('N', first)[:240]}" + (f" @ {place}" if place else "")

@@ -604,8 +604,9 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
         dtypes = [(dtype_name(o), dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
     verdict = compare(got.arrays, want, tol, dtypes)
     result = Comparison(verdict.ok, verdict.message, tuple(verdict.stats), tol)
-    plain = baseline is None and not tol.get("shape_only") and not verdict.structural
-    if recipe.quantized and (plain or (quantized is not None and not tol.get("shape_only") and not verdict.structural)):
+    judgeable = not tol.get("shape_only") and not verdict.structural
+    plain = baseline is None and judgeable
+    if recipe.quantized and judgeable and (baseline is None or quantized is not None):
         # against its own quantized program, beside a baseline too (whose outputs then stand in for fp32's)
         result = _judge_quantized(got, want, tol, quantized, verdict)
     elif plain and is_model(item) and rule == "dynamo":

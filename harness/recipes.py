@@ -281,8 +281,8 @@ def load_recipe(name_or_path: str) -> Recipe:
     directory is looked up on the recipe path, as its name would be."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.parent == Path(".") and not path.exists():
-        found = next((f for f in available_recipe_files().values() if f.name == path.name), None)
-        if found is None:
+        found = available_recipe_files().get(path.stem)
+        if found is None or found.name != path.name:
             raise RecipeError(f"recipe file {name_or_path}: not in the working directory, nor in a recipe directory",
                               hint=f"recipe directories: {', '.join(str(d) for d in recipe_dirs())}")
         path = found

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
-from harness.causes import chain, describe, root_cause, signature
+from harness.causes import chain, describe, root_cause, root_signature
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.judge import Comparison, QuantizedReference, comparable, compare, device_tolerance, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
@@ -51,7 +51,7 @@ class _Stop(Exception):
 def error_info(exc: BaseException) -> ErrorInfo:
     """Type, message and trace tail of the chain's root cause (``harness.causes``: a wrapper names its cause first),
     and the key that groups the same bug across items."""
-    rtype, msg, where = describe(exc)
+    rtype, msg, _ = describe(exc)
     root = root_cause(exc)
     links = chain(exc)
     head = "the chain, outermost first:\n" + "\n".join(f"  {link}" for link in links) + "\nthe root cause's traceback:\n" \
@@ -60,7 +60,7 @@ def error_info(exc: BaseException) -> ErrorInfo:
     trace = head[:2000] + "".join(frames[-8:])[-(4000 - len(head[:2000])):]
     # a runtime provider's error (raised, or the root of what was raised) decides: CRASH, TIMEOUT, SKIP or ERROR
     status = next((e.status for e in (exc, root) if isinstance(e, ProviderError)), None)
-    return ErrorInfo(rtype, _text(msg[:4000]), _text(trace), status, signature(rtype, msg, where))
+    return ErrorInfo(rtype, _text(msg[:4000]), _text(trace), status, root_signature(exc))
 
 
 def _text(s: str) -> str:

@@ -205,7 +205,7 @@ def root_cause(rec: Record) -> str:
     from harness.causes import signature
 
     key = (rec.get("error") or {}).get("signature")
-    return str(key) if key else signature(str(rec.get("status")), str(rec.get("detail") or "").splitlines()[0] if rec.get("detail") else "")
+    return str(key) if key else signature(str(rec.get("status")), str(rec.get("detail") or ""))
 
 
 def root_causes(fails: list[Record]) -> list[tuple[str, list[Record]]]:
