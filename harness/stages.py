@@ -48,6 +48,10 @@ class _Stop(Exception):
     """A stage failed; its outcome is already recorded."""
 
 
+class _OwnFault(Exception):
+    """bti's own code failed inside a stage (the judge): the item is ERROR, never the backend's failure."""
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     """Type, message and trace tail of the chain's root cause (``harness.causes``: a wrapper names its cause first),
     and the key that groups the same bug across items."""
@@ -82,6 +86,8 @@ class StageLog:
         t0 = time.perf_counter()
         try:
             value = fn()
+        except _OwnFault:
+            raise
         except Exception as exc:
             self.done.append(StageOutcome(stage, round(time.perf_counter() - t0, 6), error=error_info(exc)))
             raise _Stop from exc
@@ -387,7 +393,10 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     rule = str(recipe.accuracy.rule or backend.accuracy_rule or "allclose")
 
     def compare_all() -> Comparison:
-        comparison = judge(item, recipe, group, outs, refs, rule, deterministic, qref)
+        try:
+            comparison = judge(item, recipe, group, outs, refs, rule, deterministic, qref)
+        except Exception as exc:  # the judge is bti's: its failure is not the backend's mismatch
+            raise _OwnFault(f"the judge failed: {type(exc).__name__}") from exc
         more = group.built.more_runs  # with --baseline too: further sets are held to eager (the baseline ran set 0)
         if more:
             comparison = _compare_more(backend, handle, group, comparison, outs, more, facts)

@@ -57,9 +57,11 @@ class OpModule(torch.nn.Module):
 class ModuleOp(OpModule):
     """An ``nn.Module`` op: built from ``init:`` with seeded weights, called like a function."""
 
-    def __init__(self, inner: torch.nn.Module, args: list[Any], kwargs: dict[str, Any], layouts: list[str]) -> None:
+    def __init__(self, inner: torch.nn.Module, args: list[Any], kwargs: dict[str, Any], layouts: list[str],
+                 init: dict[str, Any] | None = None) -> None:
         torch.nn.Module.__init__(self)
         self.inner = inner
+        self.init = dict(init or {})  # the constructor's kwargs (``bti repro`` writes the construction out)
         self.fn = inner
         self.args = args
         self.kwargs = kwargs
@@ -189,7 +191,7 @@ def build_op(case: Case, axes: Axes, seed: int) -> Built:
         inner = fn(**spec["init"]).eval()  # `init:` are constructor kwargs; args/kwargs feed forward()
         if not _is_int(axes.dtype):
             inner = inner.to(torch_dtype(axes.dtype))
-        module: torch.nn.Module = ModuleOp(inner, args, kwargs, layouts)
+        module: torch.nn.Module = ModuleOp(inner, args, kwargs, layouts, spec["init"])
     else:
         module = OpModule(fn, args, kwargs, layouts)
 

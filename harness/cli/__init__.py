@@ -7,6 +7,7 @@ with one line.
 | ``suites`` | ``bti list``, ``bti validate`` |
 | ``reports`` | ``bti report``, ``bti compare``, ``bti portal``, ``bti merge`` |
 | ``device`` | ``bti bench``, ``bti verify``, ``bti runner build`` |
+| ``repro`` | ``bti repro`` |
 | ``github`` | ``bti publish …``, ``bti dispatch``, ``bti event …``, ``bti fetch-base``, ``bti fetch-history``, ``bti relay …`` |
 
 Options shared by several commands live in ``options``; the settings (flags > environment > defaults) are resolved
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import click
 
-from harness.cli import device, github, reports, run, suites  # noqa: F401  (each adds its commands to the group)
+from harness.cli import device, github, reports, repro, run, suites  # noqa: F401  (each adds its commands to the group)
 from harness.cli.group import cli
 from harness.errors import UserError
 

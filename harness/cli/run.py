@@ -52,6 +52,9 @@ def _finite(value: float | None, name: str) -> float | None:
 @click.option("--no-report", is_flag=True, help="Only write the JSONL.")
 @click.option("--bundle", is_flag=True, help="Also write each item's device bundle (ExecuTorch: .pte and bundled program, "
               ".bpte: inputs + eager reference outputs) to OUT_DIR/programs/ for `bti bench` or a device. Runs cached items again.")
+@click.option("--repro", type=click.IntRange(0), default=10, show_default=True,
+              help="Write a standalone script (`bti repro`: torch + executorch, no bti) for each of the first N unexpected "
+              "failures on ExecuTorch recipes to OUT_DIR/repro/; 0: none.")
 @click.option("--rerun-failures", type=click.IntRange(0, 10), default=0, show_default=True,
               help="Re-run each failing item up to N times in a fresh worker; items whose attempts disagree are FLAKY.")
 @click.option("--baseline", help="A recipe whose outputs are the reference instead of eager CPU (added to the run); items "
@@ -108,6 +111,8 @@ def run(**kw: Any) -> None:
     finally:
         if bar:
             bar.close()
+    if kw["repro"]:
+        _write_repros(jsonl, out_dir / "repro", kw["repro"])
     if not kw["no_report"]:
         # Reports come from the JSONL alone: exactly `bti report` (its options and environment
         # variables, e.g. $GITHUB_STEP_SUMMARY), run in this process to save an interpreter start.
@@ -120,6 +125,17 @@ def run(**kw: Any) -> None:
             raise exc from None
     code = _verdict(jsonl, result.executed, result.reused, kw["allow_unverified"])
     raise SystemExit(code)
+
+
+def _write_repros(jsonl: Path, directory: Path, limit: int) -> None:
+    """``bti repro`` for the run's unexpected failures (ExecuTorch recipes): what the PR comment and the portal link."""
+    from harness.repro import write_failures
+
+    written, skipped = write_failures(jsonl, directory, limit)
+    if written:
+        click.echo(f"bti: {len(written)} standalone repro script(s) in {directory} (torch + executorch, no bti)", err=True)
+    if skipped:
+        click.echo(f"bti: no repro script for {len(skipped)} failure(s), e.g. {skipped[0]}", err=True)
 
 
 class _Bar:

@@ -107,6 +107,10 @@ def render(key: str, header: dict[str, Any], records: list[Record], comparison: 
     elif fails:
         rows = [Change(r["id"], None, r["status"], r.get("detail", ""), r["recipe"]) for r in fails]
         out += [f"### Unexpected failures ({len(fails)})", "", *_change_rows(rows, CAP_FAILURES, hints=hints), ""]
+    if fails:
+        where = f"[artifacts]({links.artifact_url})" if links.artifact_url else "the run's output directory"
+        out += [f"Reproduce a failure without bti: `bti run` writes a standalone script (torch + executorch alone) for the first "
+                f"failures on ExecuTorch recipes under `repro/` in {where}; for any other, `bti repro ITEM --results results.jsonl`.", ""]
     flakes = flaky(records)
     if flakes:
         out += [f"### Flaky ({len(flakes)})", "", "Attempts disagree (FLAKY fails the run):", ""]

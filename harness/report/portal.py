@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import shlex
+import shutil
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -244,7 +245,7 @@ def _write_site(out_dir: Path, m: _Matrix, common: dict[str, Any], pending: Call
     atomic_write_text(out_dir / "matrix.json", json.dumps(data, separators=(",", ":")))
     for name, (col, items) in m.chunks.items():
         atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col,
-                                                           data=clean(_chunk(col, items, m.cols[col], m.histories[col]))))
+                                                           data=clean(_chunk(col, items, m.cols[col], m.histories[col], out_dir))))
     svg = pending()
     atomic_write_text(out_dir / "index.html", render(
         "portal/index.html.j2", js="portal.js", **common, columns=clean(m.col_meta), data=clean(data), svg=svg, overdue=overdue,
@@ -304,7 +305,7 @@ def _start(fn: Callable[[Any], T], arg: Any) -> Callable[[], T]:
 
 
 def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tuple[Run, dict[str, Record]]],
-           h: hist.ColumnHistory) -> dict[str, Any]:
+           h: hist.ColumnHistory, site: Path) -> dict[str, Any]:
     """One item page's data: its items' records (the fields the portal shows, the trace cut to its tail)
     with their reproduce command, failure age and status in each run of the column."""
     runs = [[r.run_id, r.created.strftime("%Y-%m-%d %H:%M"), r.under_test] for r, _ in history]
@@ -321,8 +322,28 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
             "stale": _stale(run, newest),
             "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
             "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],
+            **(_repro(site, run, rec) if st.is_failure else {}),
         }
     return {"column": col.key, "runs": runs, "items": out}
+
+
+def _repro(site: Path, run: Run, rec: Record) -> dict[str, str]:
+    """A failure's standalone reproduction: the ``bti repro`` command, and the script ``bti run`` wrote beside the run's
+    results (copied into the site, linked from the item page) where there is one."""
+    from harness.repro import script_name
+
+    item = str(rec.get("id"))
+    out = {"repro_command": f"bti repro {shlex.quote(item)} --results results.jsonl"}
+    name = script_name(item)
+    for source in run.sources:
+        script = Path(source).parent / "repro" / name
+        if script.is_file():
+            dest = site / "repro" / script_name(run.run_id)[:-3] / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(script, dest)
+            out["repro"] = f"../repro/{dest.parent.name}/{name}"
+            break
+    return out
 
 
 def _stale(run: Run, newest: Run) -> str:

@@ -64,6 +64,12 @@
     ]));
     main.appendChild(el('h2', 'Reproduce'));
     var pre = el('pre', (it.install ? it.install + '\n' : '') + it.command); pre.id = 'command'; main.appendChild(pre);
+    if (it.repro_command) {  // a failure: a standalone script, torch + executorch only (bti repro)
+      var p = el('p', 'Without bti (a script that needs torch and executorch alone): ');
+      if (it.repro) { var a = document.createElement('a'); a.href = it.repro; a.id = 'repro'; a.textContent = 'the script bti wrote'; p.appendChild(a); p.appendChild(document.createTextNode(', or:')); }
+      main.appendChild(p);
+      var rp = el('pre', it.repro_command); rp.id = 'repro-command'; main.appendChild(rp);
+    }
     if (part.total_nodes !== undefined) {
       main.appendChild(el('h2', 'Partition'));
       main.appendChild(el('p', (part.delegated_nodes || 0) + ' of ' + part.total_nodes + ' nodes delegated'));

@@ -1,0 +1,27 @@
+"""``bti repro``: one recorded failure as a standalone script (torch and executorch, no bti)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.cli.group import cli
+
+
+@cli.command()
+@click.argument("item")
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path), default=Path("out/results.jsonl"), show_default=True,
+              help="The results file that recorded the failure.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where the script goes (default: repro/<item>.py beside the results file).")
+def repro(item: str, results: Path, output: Path | None) -> None:
+    """Write ITEM's failure (an item id, as in the results: op.add.basic[float32,static]@xnnpack) as a standalone
+    Python script that needs torch and executorch alone: the module, the seeded inputs, the recipe's export,
+    quantize, lower, serialize, load and run calls, and the comparison that failed, with the versions bti ran.
+    Run it with `python FILE`: its last line says REPRODUCED (exit 1), DIFFERENT (exit 3) or NOT REPRODUCED (exit 0).
+    Works for ExecuTorch recipes (the module of a non-operator case is its exported program)."""
+    from harness import repro as rp
+
+    path = rp.write(results, item, output)
+    click.echo(str(path))

@@ -1,0 +1,737 @@
+"""``bti repro ITEM``: one recorded failure as a standalone Python script that needs torch and executorch alone.
+
+The script holds the module (an operator case as readable source: the op called on its inputs; any other case as its
+exported program, ``torch.export.save``'d), the seeded inputs bti generated (``torch.save``'d, byte for byte), the
+recipe's export, quantize, lower, serialize, load and run calls written out as plain ExecuTorch API calls, and the
+comparison that decided the verdict, with the tolerance and quantization scales the record names. It prints the
+versions it runs on beside the ones bti recorded, each stage as it goes, and ends with one line: ``REPRODUCED`` (exit
+1: the recorded stage failed again with the same exception type, or the outputs were out of tolerance again),
+``DIFFERENT`` (exit 3) or ``NOT REPRODUCED`` (exit 0). A crash kills the script's process as it killed bti's worker
+(``faulthandler`` prints the Python stack).
+
+The comparison is the judge's rule in its element form: against eager (float recipes; every failure of bti's fp64
+budget fails it too, by the triangle inequality) or against the quantized program, within ``qtol`` steps plus
+``atol + rtol*|ref|``, with the systematic (gain and offset) check and the SQNR floor against fp32. bti's model-level
+rules (dynamo's, top-1 agreement, determinism) are not written out: such an item's script compares element-wise.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import io
+import itertools
+import json
+import math
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from harness.errors import UserError, first_line
+
+STAGE_OF = {"FAIL_EXPORT": "export", "FAIL_QUANTIZE": "quantize", "FAIL_LOWER": "lower", "FAIL_SERIALIZE": "serialize",
+            "FAIL_LOAD": "load", "FAIL_RUN": "run", "FAIL_MISMATCH": "compare"}
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class Unsupported(UserError):
+    """The item has no standalone form (said in one line)."""
+
+
+def script_name(item_id: str) -> str:
+    """A file name for an item's script: its id with every character outside ``[A-Za-z0-9._-]`` as ``_``."""
+    return _SAFE.sub("_", item_id).strip("_")[:180] + ".py"
+
+
+@dataclass(frozen=True)
+class Found:
+    record: dict[str, Any]
+    header: dict[str, Any]
+
+
+def find_record(results: Path, item_id: str) -> Found:
+    """The last record of ``item_id`` in a results file (its final attempt), and the run's header."""
+    if not results.is_file():
+        raise UserError(f"no results file at {results}", hint="run `bti run` first, or pass --results")
+    header: dict[str, Any] = {}
+    found = None
+    with results.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if item_id not in line:
+                if '"kind": "header"' in line or '"kind":"header"' in line:
+                    header = _json(line) or header
+                continue
+            rec = _json(line)
+            if rec and rec.get("kind") == "header":
+                header = rec
+            elif rec and rec.get("id") == item_id:
+                found = rec
+    if found is None:
+        raise UserError(f"{item_id} is not in {results}", hint="item ids look like op.add.basic[float32,static]@xnnpack")
+    return Found(found, header)
+
+
+def _json(line: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def write(results: Path, item_id: str, out: Path | None = None) -> Path:
+    """Write ``item_id``'s script (default: ``repro/<item>.py`` beside the results file) and return its path."""
+    from harness.results import atomic_write_text
+
+    found = find_record(results, item_id)
+    text = render(found.record, found.header)
+    path = out if out is not None else results.parent / "repro" / script_name(item_id)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return path
+
+
+def render(rec: dict[str, Any], header: dict[str, Any]) -> str:
+    """The script for one failing record."""
+    from harness.status import Status
+
+    status = str(rec.get("status"))
+    try:
+        st = Status(status)
+    except ValueError:
+        raise UserError(f"{rec.get('id')}: unknown status {status!r}") from None
+    if st.is_pass or not (st.is_failure or st is Status.XFAIL):
+        raise Unsupported(f"{rec.get('id')} is {status}: there is no failure to reproduce")
+    recipe, case, axes, seed = _item(rec, header)
+    built = _build(case, axes, seed)
+    module_src, exported = _module_source(case, built, seed)
+    return Template(_SCRIPT).substitute(
+        header=_header(rec, header, recipe),
+        expected=_literal(_expected(rec)),
+        tolerance=_literal(_tolerance(rec)),
+        scales=_literal(_scales(rec)),
+        ref_dtype=repr(built.ref_dtype),
+        quantized=repr(bool(recipe.quantized)),
+        threads=repr(int(recipe.runtime.threads or 0)),
+        seed=seed,
+        module=module_src,
+        export=_export_code(exported),
+        inputs=_blob({"example": built.example, "run": built.run}),
+        dims=_dims_code(built),
+        calibrate="EXAMPLE, RUN" if built.run is not built.example else "EXAMPLE,",
+        recipe_code=_recipe_code(recipe),
+    )
+
+
+def _find_case(rec: dict[str, Any], header: dict[str, Any]) -> list[Any]:
+    """The record's case: from its suite by name, else from the suite files the run was given (``-s FILE.yaml``)."""
+    from harness.suites import load_suites
+
+    argv = [str(a) for a in header.get("argv") or []]
+    files = [b for a, b in itertools.pairwise(argv) if a in ("-s", "--suite") and b.endswith((".yaml", ".yml"))]
+    for name in (str(rec.get("suite")), *files):
+        try:
+            cases = [c for c in load_suites([name], check=False) if c.id == rec.get("case")]
+        except UserError:
+            continue
+        if cases:
+            return cases
+    raise UserError(f"case {rec.get('case')} is in none of the run's suites ({', '.join([str(rec.get('suite')), *files])}) as this "
+                    "bti reads them: run `bti repro` from the directory `bti run` ran in")
+
+
+def _item(rec: dict[str, Any], header: dict[str, Any]) -> tuple[Any, Any, Any, int]:
+    """The recipe, case, axes and seed of a record, rebuilt from bti's registries."""
+    from harness.backends import get_backend
+    from harness.backends.executorch import ExecuTorchBackend
+    from harness.cases.case import Axes, seed_for
+    from harness.recipes import load_recipe
+
+    recipe = load_recipe(str(rec.get("recipe")))
+    backend = get_backend(recipe.backend)
+    if not isinstance(backend, ExecuTorchBackend):
+        raise Unsupported(f"recipe {recipe.name} runs on backend {recipe.backend}: bti repro writes ExecuTorch programs")
+    axes = Axes(**{k: str(v) for k, v in (rec.get("axes") or {}).items()})
+    cases = _find_case(rec, header)
+    seed = seed_for(f"{cases[0].id}{axes}")
+    if rec.get("seed") not in (None, seed):
+        raise UserError(f"{rec.get('id')}: the record's seed {rec.get('seed')} is not this bti's ({seed}): a different bti wrote it")
+    return recipe, cases[0], axes, seed
+
+
+def _build(case: Any, axes: Any, seed: int) -> Any:
+    from harness.suites import build_case
+
+    try:
+        built = build_case(case, axes, seed)
+    except Exception as exc:
+        raise Unsupported(f"{case.id}: building the case failed ({type(exc).__name__}: {first_line(str(exc))[:200]}): "
+                          "the failure is the case's own, before any torch.export") from exc
+    if built.pair_b is not None:
+        raise Unsupported(f"{case.id} is a pair case (two modules, one judged against the other): not written out standalone")
+    return built
+
+
+# -- the module ------------------------------------------------------------------------------------------------------
+def _module_source(case: Any, built: Any, seed: int) -> tuple[str, bool]:
+    """(the module's code, whether it is an exported program): an operator case's source where every part of its call
+    can be written as Python; else its exported program."""
+    src = _op_source(built.module, seed)
+    if src is not None:
+        return src, False
+    import torch
+
+    try:
+        ep = torch.export.export(built.module, _clone(built.example), dynamic_shapes=built.dynamic_shapes, strict=False)
+        buf = io.BytesIO()
+        torch.export.save(ep, buf)
+    except Exception as exc:
+        raise Unsupported(f"{case.id}: its module ({type(built.module).__name__}) is written out as its exported program, and "
+                          f"torch.export fails on it ({type(exc).__name__}: {first_line(str(exc))[:200]}): reproduce "
+                          "with `bti run`") from exc
+    code = "\n".join("#   " + line for line in ep.graph_module.code.strip().splitlines()[:80])
+    return (f"# the module as bti exported it (torch.export.save), with its weights; its graph:\n{code}\n"
+            f"PROGRAM = {_b64(buf.getvalue())}\n\n\n"
+            "def module():\n    return torch.export.load(io.BytesIO(zlib.decompress(base64.b64decode(PROGRAM)))).module()\n"), True
+
+
+def _op_source(module: Any, seed: int) -> str | None:
+    """An operator case (``OpModule``/``ModuleOp``) as a module class, or None when some part is not plain Python."""
+    from harness.builders import build
+
+    if type(module) not in (build.OpModule, build.ModuleOp):
+        return None
+    inner = module.inner if isinstance(module, build.ModuleOp) else None
+    fn = _callable_code(type(inner) if inner is not None else module.fn)
+    if fn is None:
+        return None
+    slots = iter(range(1000))
+    try:
+        args = [_arg_code(a, slots) for a in module.args] + [f"{k}={_arg_code(v, slots)}" for k, v in module.kwargs.items()]
+    except ValueError:
+        return None
+    plain = all(lay not in ("transposed", "permuted", "strided", "complex") for lay in module.layouts)
+    helpers = "" if plain else "".join(inspect.getsource(f) + "\n\n" for f in (build._perm, build._inverse, build._apply_layout))
+    init = ""
+    if inner is not None:
+        dtype = next((p.dtype for p in inner.parameters()), None)
+        init_kwargs = module.init
+        to = f".to({dtype})" if dtype is not None else ""
+        init = (f"        torch.manual_seed({seed})  # bti seeds the module's weights with the item's seed\n"
+                f"        self.inner = {fn}(**{init_kwargs!r}).eval(){to}\n")
+        fn = "self.inner"
+    helpers = helpers.replace("def _", "def ").replace("_perm(", "perm(").replace("_inverse(", "inverse(")
+    layouts = "" if plain else f"LAYOUTS = {module.layouts!r}\n\n\n"
+    views = "t = tensors" if plain else "t = [apply_layout(x, layout) for x, layout in zip(tensors, LAYOUTS)]"
+    return (f"{helpers}{layouts}class Repro(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n{init}\n"
+            f"    def forward(self, *tensors):\n        {views}\n        return {fn}({', '.join(args)})\n\n\n"
+            "def module():\n    return Repro().eval()\n")
+
+
+def _callable_code(fn: Any) -> str | None:
+    """A Python expression naming ``fn`` (``torch.ops.aten.add.Tensor``, ``torch.nn.functional.relu``,
+    ``torch.nn.Conv2d``) that resolves back to the very object, or None."""
+    import importlib
+
+    import torch
+
+    if isinstance(fn, torch._ops.OpOverload):
+        ns, name = fn._schema.name.split("::")
+        return f"torch.ops.{ns}.{name}.{fn._overloadname}"
+    if isinstance(fn, torch._ops.OpOverloadPacket):
+        ns, name = fn._qualified_op_name.split("::")
+        return f"torch.ops.{ns}.{name}"
+    for mod in (getattr(fn, "__module__", None), "torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft"):
+        qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+        if not mod or not qual or not str(mod).startswith("torch"):
+            continue
+        try:
+            obj: Any = importlib.import_module(str(mod))
+            for part in str(qual).split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError):
+            continue
+        if obj is fn:
+            return f"{mod}.{qual}"
+    return None
+
+
+def _arg_code(value: Any, slots: Any) -> str:
+    """One argument of the op's call as code: an input (``t[i]``), a list, a dtype or a Python constant."""
+    import torch
+
+    from harness.builders.build import _SLOT
+
+    if value is _SLOT:
+        return f"t[{next(slots)}]"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_arg_code(v, slots) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    raise ValueError(f"no code for {type(value).__name__}")
+
+
+def _export_code(exported: bool) -> str:
+    if exported:
+        return "torch.export.export(module(), EXAMPLE, dynamic_shapes=FLAT_DYNAMIC_SHAPES, strict=False)"
+    return "torch.export.export(module(), EXAMPLE, dynamic_shapes=DYNAMIC_SHAPES, strict=False)"
+
+
+def _dims_code(built: Any) -> str:
+    dims: dict[str, Any] = {}
+    shapes = _shape_code(built.dynamic_shapes, dims)
+    flat = _shape_code(built.flat_dynamic_shapes, dims)
+    lines = [f"{name} = torch.export.Dim({name!r}, min={d.min}, max={d.max})" for name, d in dims.items()]
+    return "\n".join([*lines, f"DYNAMIC_SHAPES = {shapes}", f"FLAT_DYNAMIC_SHAPES = {flat}"])
+
+
+def _shape_code(spec: Any, dims: dict[str, Any]) -> str:
+    import torch
+
+    if spec is None or isinstance(spec, (int, str)):
+        return repr(spec)
+    if isinstance(spec, dict):
+        return "{" + ", ".join(f"{k!r}: {_shape_code(v, dims)}" for k, v in spec.items()) + "}"
+    if isinstance(spec, (list, tuple)):
+        inner = ", ".join(_shape_code(v, dims) for v in spec)
+        return f"[{inner}]" if isinstance(spec, list) else f"({inner}{',' if len(spec) == 1 else ''})"
+    root = getattr(spec, "root", None)
+    if root is not None and hasattr(spec, "fn"):  # a derived dim: a * root + b
+        dims.setdefault(root.__name__, root)
+        b = int(spec.fn(0))
+        a = int(spec.fn(1)) - b
+        return f"{a} * {root.__name__}" + (f" + {b}" if b else "")
+    if isinstance(spec, torch.export.Dim) or type(spec).__name__ == "Dim":
+        dims.setdefault(spec.__name__, spec)
+        return str(spec.__name__)
+    raise Unsupported(f"a dynamic shape spec of type {type(spec).__name__} cannot be written out")
+
+
+def _clone(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    import torch
+
+    return tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in values)
+
+
+def _blob(obj: Any) -> str:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return _b64(buf.getvalue())
+
+
+def _b64(data: bytes) -> str:
+    text = base64.b64encode(zlib.compress(data, 9)).decode()
+    return "(\n" + "\n".join(f'    "{text[i:i + 100]}"' for i in range(0, len(text), 100)) + "\n)"
+
+
+# -- the recipe ------------------------------------------------------------------------------------------------------
+def _recipe_code(recipe: Any) -> str:
+    """The recipe's quantizer, partitioners, edge config and runtime as code."""
+    from harness.backends.arm import PARTITIONERS as ARM
+
+    opts = recipe.options
+    specs = dict(opts.compile_specs)
+    parts = [_partitioner_code(p, specs) for p in opts.partitioners]
+    target = next((p for p in opts.partitioners if p in ARM), None)
+    q = opts.quantize
+    lines = ["def quantizer():"]
+    if q is None:
+        lines.append("    return None  # the recipe does not quantize")
+    elif q.quantizer == "xnnpack":
+        lines += ["    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config",
+                  "", f"    return XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel={q.per_channel}, is_dynamic={q.dynamic}))"]
+    elif q.quantizer == "openvino":
+        lines += ["    from executorch.backends.openvino.quantizer import OpenVINOQuantizer", "", "    return OpenVINOQuantizer()"]
+    elif q.quantizer == "arm" and target is not None:
+        imp, spec = _arm_spec_code(target, specs)
+        lines += ["    from executorch.backends.arm.quantizer import get_symmetric_quantization_config",
+                  "    from executorch.backends.arm.util._factory import create_quantizer", f"    {imp}", "",
+                  f"    q = create_quantizer({spec})",
+                  f"    return q.set_global(get_symmetric_quantization_config(is_per_channel={q.per_channel}, is_dynamic={q.dynamic}))"]
+    else:
+        raise Unsupported(f"recipe {recipe.name}: quantizer {q.quantizer} is a plugin's: bti repro writes ExecuTorch's own")
+    imports = list(dict.fromkeys(imp for p in parts for imp in p[0]))
+    lines += ["", "", "def partitioners():", *(f"    {imp}" for imp in imports), *([""] if imports else []), f"    return [{', '.join(p[1] for p in parts)}]",
+              "", "", f"FOLD_QUANTIZE = {q.fold_quantize if q else True}", f"CHECK_IR_VALIDITY = {opts.check_ir_validity}",
+              f"RUNS_ON = {('tosa-reference-model' if target == 'tosa' else 'corstone-fvp' if target == 'ethos-u' else 'pybind')!r}"]
+    return "\n".join(lines)
+
+
+def _partitioner_code(name: str, specs: dict[str, Any]) -> tuple[list[str], str]:
+    """(imports, expression) of one partitioner, as ``harness.backends.executorch`` builds it."""
+    if name == "xnnpack":
+        return ["from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner"], "XnnpackPartitioner()"
+    if name == "vulkan":
+        return ["from executorch.backends.vulkan.partitioner.vulkan_partitioner import VulkanPartitioner"], "VulkanPartitioner()"
+    if name == "openvino":
+        return (["from executorch.backends.openvino.partitioner import OpenvinoPartitioner",
+                 "from executorch.exir.backend.compile_spec_schema import CompileSpec"],
+                f"OpenvinoPartitioner([CompileSpec('device', {str(specs.get('device', 'CPU')).encode()!r})])")
+    if name == "qnn":
+        return ["from executorch.backends.qualcomm.partition.qnn_partitioner import QnnPartitioner"], f"QnnPartitioner({specs!r})"
+    if name == "coreml":
+        kwargs = []
+        if "minimum_deployment_target" in specs:
+            kwargs.append(f"minimum_deployment_target=ct.target.{specs['minimum_deployment_target']}")
+        if "compute_precision" in specs:
+            kwargs.append(f"compute_precision=ct.precision.{str(specs['compute_precision']).upper()}")
+        return (["import coremltools as ct", "from executorch.backends.apple.coreml.compiler import CoreMLBackend",
+                 "from executorch.backends.apple.coreml.partition import CoreMLPartitioner"],
+                f"CoreMLPartitioner(compile_specs=CoreMLBackend.generate_compile_specs({', '.join(kwargs)}))")
+    from harness.backends.arm import PARTITIONERS as ARM
+
+    if name in ARM:
+        imp, spec = _arm_spec_code(name, specs)
+        return ["from executorch.backends.arm.util._factory import create_partitioner", imp], f"create_partitioner({spec})"
+    raise Unsupported(f"partitioner {name} is a plugin's: bti repro writes ExecuTorch's own")
+
+
+def _arm_spec_code(name: str, specs: dict[str, Any]) -> tuple[str, str]:
+    """(import, expression) of an Arm partitioner's compile spec, as ``harness.backends.arm.compile_spec`` builds it."""
+    if name == "tosa":
+        return ("from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec",
+                f"TosaCompileSpec({str(specs.get('tosa_spec', 'TOSA-1.0+FP'))!r})")
+    if name == "ethos-u":
+        return ("from executorch.backends.arm.ethosu import EthosUCompileSpec",
+                f"EthosUCompileSpec({str(specs.get('target', 'ethos-u55-128'))!r}, system_config={specs.get('system_config')!r}, "
+                f"memory_mode={specs.get('memory_mode')!r})")
+    tosa = repr(str(specs["tosa_spec"])) if "tosa_spec" in specs else "None"
+    return "from executorch.backends.arm.vgf import VgfCompileSpec", f"VgfCompileSpec({tosa})"
+
+
+# -- what was recorded -----------------------------------------------------------------------------------------------
+def _expected(rec: dict[str, Any]) -> dict[str, Any]:
+    status = str(rec.get("status"))
+    if status == "XFAIL":
+        status = str((rec.get("xfail") or {}).get("status") or rec.get("xfail_status") or "")
+    err = _dict(rec.get("error"))
+    etype = str(err.get("type") or "")
+    return {"status": status, "stage": STAGE_OF.get(status, ""), "type": etype.rsplit(".", 1)[-1],
+            "detail": first_line(str(rec.get("detail") or ""))[:300]}
+
+
+def _tolerance(rec: dict[str, Any]) -> dict[str, Any]:
+    tol = _dict(rec.get("tolerance"))
+    keep = ("atol", "rtol", "qtol", "sqnr_db", "cosine", "shape_only")
+    return {k: tol[k] for k in keep if k in tol and isinstance(tol[k], (int, float, bool))}
+
+
+def _scales(rec: dict[str, Any]) -> list[float | None]:
+    out = []
+    for o in rec.get("outputs") or []:
+        q = (o or {}).get("quantized") if isinstance(o, dict) else None
+        s = q.get("scale") if isinstance(q, dict) else None
+        out.append(float(s) if isinstance(s, (int, float)) else None)
+    return out
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _literal(value: Any) -> str:
+    return repr(value)
+
+
+def _header(rec: dict[str, Any], header: dict[str, Any], recipe: Any) -> str:
+    pk = header.get("packages") or header.get("versions") or {}
+    versions = ", ".join(f"{p} {pk[p]}" for p in ("torch", "executorch", "torchao") if pk.get(p))
+    lines = [f"item:     {rec.get('id')}", f"recipe:   {recipe.name}: {recipe.description}",
+             f"recorded: {rec.get('status')}: {first_line(str(rec.get('detail') or ''))[:400]}",
+             f"on:       {versions or 'versions not recorded'} (bti run {header.get('run_id') or rec.get('run_id') or '?'})"]
+    if rec.get("xfail"):
+        lines.append(f"expected: {first_line(str((rec.get('xfail') or {}).get('reason') or ''))[:400]}")
+    # results are untrusted text: no line of theirs may end the comment block
+    return "\n".join("# " + line.replace("\r", " ").replace("\n", " ") for line in lines)
+
+
+_SCRIPT = '''#!/usr/bin/env python3
+# A standalone reproduction written by `bti repro`: it needs torch and executorch (and the recipe's own packages), not bti.
+#
+$header
+#
+# Run: python THIS_FILE.py. It prints the versions, each stage as it runs, and one last line:
+#   REPRODUCED (exit 1)      the recorded stage failed again with the same exception type, or the outputs disagree again;
+#   DIFFERENT (exit 3)       another stage or exception failed;
+#   NOT REPRODUCED (exit 0)  every stage passed and the outputs are within tolerance.
+# A crash kills this process as it killed bti's worker; faulthandler prints where.
+import base64
+import copy
+import faulthandler
+import io
+import platform
+import sys
+import traceback
+import zlib
+
+import torch
+
+faulthandler.enable()
+torch.set_num_threads(1)  # as bti's workers (--threads 1)
+EXPECTED = $expected
+TOLERANCE = $tolerance  # the record's: element budget atol + rtol*|ref| (+ qtol quantization steps)
+SCALES = $scales  # each output's quantization step, as bti measured it on the quantized program
+REF_DTYPE = $ref_dtype  # the eager reference is computed in this dtype (an upcast reference), or None
+QUANTIZED = $quantized
+THREADS = $threads
+
+
+# -- the module ----------------------------------------------------------------------------------------------------
+$module
+
+# -- the inputs bti generated (seed $seed), and the dynamic shapes ---------------------------------------------------
+INPUTS = torch.load(io.BytesIO(zlib.decompress(base64.b64decode($inputs))))
+EXAMPLE, RUN = tuple(INPUTS["example"]), tuple(INPUTS["run"])
+$dims
+
+
+# -- the recipe ----------------------------------------------------------------------------------------------------
+$recipe_code
+
+
+def clone(values):
+    return tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in values)
+
+
+def leaves(out):
+    return [x for x in torch.utils._pytree.tree_leaves(out) if x is not None]
+
+
+def export():
+    return $export
+
+
+def quantize(ep):
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    import executorch.kernels.quantized  # noqa: F401  (the quantized_decomposed out variants the runtime needs)
+
+    prepared = prepare_pt2e(ep.module(), quantizer())
+    with torch.no_grad():
+        for inputs in ($calibrate):
+            prepared(*clone(inputs))
+    converted = convert_pt2e(prepared, fold_quantize=FOLD_QUANTIZE)
+    with torch.no_grad():
+        program_outputs = leaves(copy.deepcopy(converted)(*clone(RUN)))  # the quantized reference
+    return torch.export.export(converted, EXAMPLE, dynamic_shapes=FLAT_DYNAMIC_SHAPES, strict=False), program_outputs
+
+
+def lower(ep):
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    parts = partitioners()
+    return to_edge_transform_and_lower(ep, partitioner=parts or None, compile_config=EdgeCompileConfig(_check_ir_validity=CHECK_IR_VALIDITY))
+
+
+def serialize(edge):
+    return bytes(edge.to_executorch().buffer)
+
+
+def mutated_inputs(edge):
+    """How many leading outputs are inputs written in place: the runtime returns them first, eager does not."""
+    from torch.export.graph_signature import OutputKind
+
+    return sum(1 for s in edge.exported_program().graph_signature.output_specs if s.kind == OutputKind.USER_INPUT_MUTATION)
+
+
+def load(edge, pte):
+    if RUNS_ON == "tosa-reference-model":  # as ExecuTorch's arm_tosa flows run it
+        return edge.exported_program().module()
+    if RUNS_ON == "corstone-fvp":
+        raise SystemExit("NOT RUN: this recipe runs on a Corstone FVP; the stages up to serialize passed")
+    from executorch.runtime import Runtime
+
+    if THREADS:
+        from executorch.extension.pybindings.portable_lib import _unsafe_reset_threadpool
+
+        _unsafe_reset_threadpool(THREADS)
+    return Runtime.get().load_program(pte).load_method("forward")
+
+
+def run(handle, mutations):
+    if RUNS_ON == "tosa-reference-model":
+        from executorch.backends.arm.test.runner_utils import TosaReferenceModelDispatch
+
+        class Dispatch(TosaReferenceModelDispatch):
+            def __exit__(self, *exc):  # a program left whole on the CPU still runs
+                torch.overrides.TorchFunctionMode.__exit__(self, *exc)
+
+        with torch.no_grad(), Dispatch():
+            return leaves(handle(*clone(RUN)))
+    return list(handle.execute(list(clone(RUN))))[mutations:]
+
+
+def reference():
+    m = module()
+    with torch.no_grad():
+        if REF_DTYPE:
+            up = getattr(torch, REF_DTYPE)
+            return leaves(copy.deepcopy(m).to(up)(*[x.to(up) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in clone(RUN)]))
+        return leaves(m(*clone(RUN)))
+
+
+def sqnr_db(out, ref):
+    noise = float(((out - ref) ** 2).sum())
+    return float("inf") if noise == 0 else 10.0 * torch.log10(torch.tensor(float((ref ** 2).sum()) / noise)).item()
+
+
+def check(i, out, ref, scale=None, fp32=None):
+    """One output, as bti judged it (see harness/judge.py): None, or what is wrong."""
+    if not isinstance(out, torch.Tensor) or not isinstance(ref, torch.Tensor):
+        return None if out == ref else f"output[{i}]: {out!r} != {ref!r}"
+    if out.shape != ref.shape:
+        return f"output[{i}]: shape {list(out.shape)} != the reference's {list(ref.shape)}"
+    if TOLERANCE.get("shape_only"):
+        return None
+    if not REF_DTYPE and out.dtype != ref.dtype:
+        return f"output[{i}]: dtype {out.dtype} != the reference's {ref.dtype}"
+    if not (ref.is_floating_point() or ref.is_complex()):
+        bad = out != ref
+        return f"output[{i}]: {int(bad.sum())}/{out.numel()} elements differ" if bool(bad.any()) else None
+    o, r = out.double(), ref.double()
+    default = 1e-3 if QUANTIZED else 0.0
+    atol, rtol, qtol = TOLERANCE.get("atol", default), TOLERANCE.get("rtol", default), TOLERANCE.get("qtol", 1.0)
+    budget = atol + rtol * r.abs() + (qtol * scale if scale else 0.0)
+    bad = ~(((o - r).abs() <= budget) | (o == r) | (o.isnan() & r.isnan()))
+    if bool(bad.any()):
+        err = float((o - r).abs().nan_to_num(float("inf")).max())
+        return f"output[{i}]: max_abs {err:.4g} exceeds the budget ({int(bad.sum())}/{o.numel()} elements)"
+    keep = o.isfinite() & r.isfinite()
+    o, r = o[keep], r[keep]
+    if QUANTIZED and o.numel() >= 8 and scale and float(r.max() - r.min()) > 0:  # a wrong scale or zero point
+        gain, offset = torch.linalg.lstsq(torch.stack([r, torch.ones_like(r)], 1), o[:, None]).solution.flatten().tolist()
+        steps = float(((gain - 1.0) * r + offset).abs().max()) / scale
+        if steps > 0.5:
+            return f"output[{i}]: a systematic error of {steps:.3g} step(s) (gain {gain:.4g}, offset {offset / scale:.3g} steps)"
+    elif QUANTIZED and o.numel() >= 8 and float((r * r).sum()) > 0:
+        gain, offset, rms = float((o * r).sum() / (r * r).sum()), float((o - r).mean()), float((r * r).mean().sqrt())
+        if abs(gain - 1.0) > 0.01 or abs(offset) > 0.01 * rms:
+            return f"output[{i}]: off in scale or magnitude (gain {gain:.4g}, offset {offset:.3g})"
+    if fp32 is not None and isinstance(fp32, torch.Tensor) and fp32.shape == ref.shape and fp32.is_floating_point():
+        floor = TOLERANCE.get("sqnr_db")
+        if floor is not None and sqnr_db(ref.double(), fp32.double()) < floor:
+            return f"quantizer: output[{i}]: the quantized program's SQNR against fp32 is below {floor:g} dB"
+    return None
+
+
+def compare(outs, eager, program_outputs):
+    refs = program_outputs if QUANTIZED and program_outputs is not None else eager
+    if len(outs) != len(refs):
+        return f"{len(outs)} outputs, the reference has {len(refs)}"
+    problems = []
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        if QUANTIZED and isinstance(o, torch.Tensor) and isinstance(eager[i], torch.Tensor) and o.shape != eager[i].shape:
+            problems.append(f"output[{i}]: shape {list(o.shape)} != the reference's {list(eager[i].shape)}")
+            continue
+        scale = SCALES[i] if i < len(SCALES) else None
+        problem = check(i, o, r, scale, eager[i] if QUANTIZED else None)
+        if problem:
+            problems.append(problem)
+    return "; ".join(problems)
+
+
+class Failed(Exception):
+    pass
+
+
+def stage(name, fn, *args):
+    print(f"[{name}] ...", flush=True)
+    try:
+        value = fn(*args)
+    except Exception as exc:
+        root = exc
+        while root.__cause__ is not None or (root.__context__ is not None and not root.__suppress_context__):
+            root = root.__cause__ or root.__context__
+        traceback.print_exc()
+        first = (str(root).strip().splitlines() or [""])[0]
+        print(f"[{name}] failed: {type(root).__name__}: {first[:400]}", flush=True)
+        raise Failed(name, type(root).__name__) from exc
+    print(f"[{name}] ok", flush=True)
+    return value
+
+
+def main():
+    import importlib.metadata as md
+
+    def version(p):
+        try:
+            return md.version(p)
+        except md.PackageNotFoundError:
+            return "not installed"
+
+    print(f"python {platform.python_version()}, torch {version('torch')}, executorch {version('executorch')}, torchao {version('torchao')}")
+    print(f"bti recorded: {EXPECTED['status']}: {EXPECTED['detail']}", flush=True)
+    try:
+        ep = stage("export", export)
+        eager = reference()
+        program_outputs = None
+        if QUANTIZED:
+            ep, program_outputs = stage("quantize", quantize, ep)
+        edge = stage("lower", lower, ep)
+        pte = stage("serialize", serialize, edge)
+        handle = stage("load", load, edge, pte)
+        outs = stage("run", run, handle, mutated_inputs(edge))
+        print("[compare] ...", flush=True)
+        problem = compare(outs, eager, program_outputs)
+    except Failed as exc:
+        name, etype = exc.args
+        same = name == EXPECTED["stage"] and etype == (EXPECTED["type"] or etype)
+        print(("REPRODUCED: " if same else "DIFFERENT: ") + f"the {name} stage failed ({etype})"
+              + ("" if same else f"; bti recorded {EXPECTED['status']} {EXPECTED['type']}"))
+        return 1 if same else 3
+    if problem:
+        print(f"[compare] failed: {problem}")
+        same = EXPECTED["stage"] == "compare"
+        print(("REPRODUCED: " if same else "DIFFERENT: ") + "the outputs are out of tolerance")
+        return 1 if same else 3
+    print("[compare] ok")
+    print("NOT REPRODUCED: every stage passed and the outputs are within tolerance")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def _bug(rec: Any) -> str:
+    sig = _dict(rec.get("error")).get("signature")
+    return str(sig) if sig else f"{rec.get('status')}: {first_line(str(rec.get('detail') or ''))[:120]}"
+
+
+def write_failures(results: Path, directory: Path, limit: int) -> tuple[list[Path], list[str]]:
+    """A script per unexpected failure of the run (the first ``limit``), each written in a forked child so that a case
+    that crashes while it is built cannot take the run's reports with it. Returns (the scripts, why others have none)."""
+    from harness.providers import ProviderError, run_forked
+    from harness.results import read_latest, status_of
+
+    _, latest = read_latest(results)
+    failing = [r for r in latest if status_of(r).is_failure and status_of(r).value in (*STAGE_OF, "CRASH")]
+    first: dict[str, Any] = {}
+    for r in failing:  # one per root cause first
+        first.setdefault(_bug(r), r)
+    failing = list(first.values()) + [r for r in failing if all(r is not f for f in first.values())]
+    written: list[Path] = []
+    skipped: list[str] = []
+    for rec in failing[:limit]:
+        item_id = str(rec.get("id"))
+        path = directory / script_name(item_id)
+        try:
+            run_forked(lambda item_id=item_id, path=path: str(write(results, item_id, path)))
+            written.append(path)
+        except ProviderError as exc:
+            skipped.append(f"{item_id}: {first_line(str(exc))[:200]}")
+    skipped += [f"{r.get('id')}: beyond the first {limit}" for r in failing[limit:]]
+    return written, skipped

@@ -1,0 +1,120 @@
+"""`bti repro`: a real failure of each stage, and a crash, written out as a standalone script and run without bti.
+
+One `bti run` over tests/fixtures/suites/repro.yaml (a real failure per stage on the shipped recipes) and the models
+suite's GRU (a model case: its script carries the exported program). Each script runs in a fresh interpreter where
+``import harness`` fails, and must end as bti recorded it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES, run_bti
+
+SUITE = FIXTURES / "suites" / "repro.yaml"
+INT8 = "xnnpack-int8-static-per-channel"
+# item -> (the status bti records, the stage line its script ends on)
+CASES = {
+    "op.add.eager_fails[float32,static]@portable": ("FAIL_EXPORT", "the export stage failed (RuntimeError)"),
+    "op.native_layer_norm.layer_norm[float32,static]@openvino-int8": ("FAIL_QUANTIZE", "the quantize stage failed (TypeError)"),
+    f"op.mul.rank0_rank4[float32,static]@{INT8}": ("XFAIL", "the lower stage failed (IndexError)"),
+    "op._local_scalar_dense.scalar_out[float32,static]@portable": ("FAIL_SERIALIZE", "the serialize stage failed (AssertionError)"),
+    "op.sort.no_kernel[float32,static]@portable": ("FAIL_LOAD", "the load stage failed (RuntimeError)"),
+    "op.mul.rank0_rank4[float32,static]@openvino-int8": ("XFAIL", "the run stage failed (RuntimeError)"),
+    "op.split_with_sizes.split_dynamic[float32,dynamic]@portable": ("FAIL_RUN", "the run stage failed (RuntimeError)"),
+    "op.nonzero.nonzero[float32,static]@portable": ("FAIL_MISMATCH", "the outputs are out of tolerance"),
+    f"op.nonzero.nonzero[float32,static]@{INT8}": ("FAIL_MISMATCH", "the outputs are out of tolerance"),
+    f"model.gru.base[float32,dynamic]@{INT8}": ("XFAIL", "the run stage failed (RuntimeError)"),
+}
+CRASH = f"op.linear.linear_fc[float32,static]@{INT8}"
+BLOCK_BTI = "import runpy, sys; sys.modules['harness'] = None; runpy.run_path(sys.argv[1], run_name='__main__')"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("repro")
+    res = run_bti("run", "-s", str(SUITE), "-s", "models", "-k", "op.*", "-k", "model.gru.base*", "-r", "portable", "-r", INT8,
+                  "-r", "openvino-int8", "-o", str(out), "--no-reuse", "--no-report", "--repro", "3")
+    assert res.code == 1, res.err[-3000:]
+    return out
+
+
+def _records(out: Path) -> dict[str, dict]:
+    recs = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return {r["id"]: r for r in recs if r.get("kind") == "result"}
+
+
+def _script(out: Path, item: str, name: str) -> Path:
+    res = run_bti("repro", item, "--results", str(out / "results.jsonl"), "-o", str(out / name))
+    assert res.code == 0, res.err
+    assert Path(res.out.strip()) == out / name
+    return out / name
+
+
+def _run_alone(script: Path) -> subprocess.CompletedProcess[str]:
+    """The script in a fresh interpreter, outside the repository, where importing bti fails."""
+    return subprocess.run([sys.executable, "-c", BLOCK_BTI, str(script)], cwd=script.parent, capture_output=True, text=True,
+                          timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(script.parent)})
+
+
+def test_each_stage_s_failure_reproduces_without_bti(run: Path) -> None:
+    recs = _records(run)
+    for item, (status, _) in CASES.items():
+        assert recs[item]["status"] == status, (item, recs[item]["status"], recs[item].get("detail"))
+    scripts = {item: _script(run, item, f"case{i}.py") for i, item in enumerate(CASES)}
+    for path in scripts.values():
+        text = path.read_text()
+        assert "harness" not in text.replace("harness/judge.py", "") and "import bti" not in text
+    with ThreadPoolExecutor(2) as pool:
+        done = dict(zip(scripts, pool.map(_run_alone, scripts.values()), strict=True))
+    for item, proc in done.items():
+        last = proc.stdout.strip().splitlines()[-1]
+        assert proc.returncode == 1 and last == f"REPRODUCED: {CASES[item][1]}", (item, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert "bti recorded:" in proc.stdout and "torch 2." in proc.stdout  # the versions it ran on, and bti's verdict
+
+
+def test_a_model_case_carries_its_exported_program(run: Path) -> None:
+    text = _script(run, f"model.gru.base[float32,dynamic]@{INT8}", "gru.py").read_text()
+    assert "PROGRAM = (" in text and "torch.export.load" in text and "#   def forward(self" in text
+    assert "Dim('" in text and "DYNAMIC_SHAPES = " in text  # the dynamic batch it failed on
+
+
+def test_an_operator_case_is_readable_source(run: Path) -> None:
+    text = _script(run, f"op.mul.rank0_rank4[float32,static]@{INT8}", "mul.py").read_text()
+    assert "return torch.ops.aten.mul.Tensor(t[0], t[1])" in text and "PROGRAM" not in text
+    assert "XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False))" in text
+    assert "XnnpackPartitioner()" in text and "recorded: XFAIL" in text
+
+
+def test_a_crash_reproduces_as_a_crash(run: Path) -> None:
+    assert _records(run)[CRASH]["status"] == "CRASH"
+    proc = _run_alone(_script(run, CRASH, "crash.py"))
+    assert proc.returncode == -signal.SIGABRT, (proc.returncode, proc.stdout[-1000:], proc.stderr[-2000:])
+    assert "[run] ..." in proc.stdout and "quantize_per_channel_out(), assert failed" in proc.stderr
+    assert "Fatal Python error: Aborted" in proc.stderr  # faulthandler names where
+
+
+def test_bti_run_writes_the_first_failures_scripts_one_per_root_cause(run: Path) -> None:
+    from harness.repro import script_name
+
+    by_name = {script_name(item): rec for item, rec in _records(run).items()}
+    written = [by_name[p.name] for p in (run / "repro").glob("*.py")]
+    assert len(written) == 3  # --repro 3
+    assert len({(r["status"], (r.get("error") or {}).get("signature")) for r in written}) == 3  # three different bugs
+
+
+@pytest.mark.parametrize("item, words", [
+    ("op.mul.rank0_rank4[float32,static]@portable", "is PASS: there is no failure to reproduce"),
+    ("op.nothing[float32,static]@portable", "is not in"),
+])
+def test_what_cannot_be_reproduced_is_one_line(run: Path, item: str, words: str) -> None:
+    res = run_bti("repro", item, "--results", str(run / "results.jsonl"), "-o", str(run / "x.py"))
+    assert res.code == 2 and words in res.err and len(res.err.strip().splitlines()) <= 2, res.err
+    assert "Traceback" not in res.err and not (run / "x.py").exists()
