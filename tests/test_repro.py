@@ -8,6 +8,7 @@ suite's GRU (a model case: its script carries the exported program). Each script
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -118,3 +119,32 @@ def test_what_cannot_be_reproduced_is_one_line(run: Path, item: str, words: str)
     res = run_bti("repro", item, "--results", str(run / "results.jsonl"), "-o", str(run / "x.py"))
     assert res.code == 2 and words in res.err and len(res.err.strip().splitlines()) <= 2, res.err
     assert "Traceback" not in res.err and not (run / "x.py").exists()
+
+
+def test_upstream_bugs_one_section_per_root_cause(run: Path, tmp_path: Path) -> None:
+    """`bti report --upstream-bugs`: the run's bugs grouped by root cause across recipes, each with its owner, versions,
+    items and repro; another version's results where the same items pass name the version that no longer fails."""
+    lines = (run / "results.jsonl").read_text().splitlines()
+    other = []
+    for line in lines:  # the same items on a later executorch, where nonzero was fixed
+        rec = json.loads(line)
+        if rec.get("kind") == "header":
+            rec["packages"] = {**rec.get("packages", {}), "executorch": "9.9.9"}
+        elif rec["id"].startswith("op.nonzero."):
+            rec.update(status="PASS", detail="")
+        other.append(json.dumps(rec))
+    (tmp_path / "later.jsonl").write_text("\n".join(other) + "\n")
+    res = run_bti("report", str(run / "results.jsonl"), "-o", str(run), "--format", "md", "--upstream-bugs",
+                  "--other-results", str(tmp_path / "later.jsonl"), "--quiet")
+    assert res.code == 0, res.err
+    text = (run / "upstream-bugs.md").read_text()
+    sections = text.split("\n## ")[1:]
+    nonzero = [s for s in sections if "wrong results from aten::nonzero.default" in s]
+    assert len(nonzero) == 1 and nonzero[0].count("@") >= 3  # one bug, three recipes
+    assert "no longer fails on:** executorch 9.9.9 (torch 2." in nonzero[0] and "3 item(s) pass" in nonzero[0]
+    lower = [s for s in sections if "channels_last_tagged_reshape_pass.py" in s]
+    assert len(lower) == 1 and "**rule:** XNNPACK ChannelsLastTaggedReshapePass" in lower[0]  # an xfail naming a bug
+    assert all("**repro:**" in s for s in sections)
+    linked = re.findall(r"\]\((repro/[^)]+)\)", text)
+    assert linked and all((run / link).is_file() for link in linked)  # the scripts bti run wrote
+    assert not any("PASS" in s.split("**items")[1].split("\n")[0] for s in sections)

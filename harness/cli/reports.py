@@ -49,9 +49,16 @@ def _tables(latest: list[Any], info: dict[str, Any], out_dir: Path, support: boo
               "fail (first failing sample), are expected to fail or are skipped.")
 @click.option("--models", is_flag=True, help="Also write models.md/models.csv: model × recipe, ✅/❌/xfail with agreement with "
               "the CPU reference and latency relative to torch-cpu, and each recipe's setup notes.")
+@click.option("--upstream-bugs", is_flag=True, help="Also write upstream-bugs.md: the expected failures whose rule names a bug "
+              "outside bti and the unexpected failures, one section per root cause with its owner, recipes, versions, items "
+              "and standalone repro.")
+@click.option("--other-results", multiple=True, type=click.Path(path_type=Path),
+              help="With --upstream-bugs: results of other versions (repeatable); where the same items pass names the "
+              "first version that no longer fails.")
 @click.option("--quiet", is_flag=True)
 def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, github_output: Path | None, coverage: bool,
-           readme: Path | None, support: bool, models: bool, quiet: bool) -> None:
+           readme: Path | None, support: bool, models: bool, upstream_bugs: bool, other_results: tuple[Path, ...],
+           quiet: bool) -> None:
     """Write JUnit XML, Markdown, CSV, badges and an HTML dashboard from a results JSONL. Never imports torch."""
     from harness.report import FORMATS, write_reports
 
@@ -78,6 +85,10 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
         paths.update(cov.write(latest, out_dir))
     info = header.get("recipe_info") if isinstance(header.get("recipe_info"), dict) else {}  # untrusted: a mapping or nothing
     paths.update(_tables(latest, info, out_dir, support, models))
+    if upstream_bugs:
+        from harness.report import upstream
+
+        paths["upstream-bugs"] = upstream.write(jsonl, list(other_results), out_dir)
     if readme:
         from harness.report.tables import update_readme
 
