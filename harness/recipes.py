@@ -511,6 +511,12 @@ _RULE_KEYS = {
 }
 
 
+def parse_rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
+    """``skip``/``xfail``/``expect`` entries (a list of mappings) as rules, checked as a recipe's are; ``loc`` names where
+    they are written, for the one-line errors."""
+    return _rules(raw, loc, key)
+
+
 def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
     from harness.cases.yamlload import where
 

@@ -273,13 +273,16 @@ def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> 
 
 
 def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
-    """The case source's own expected failure (OpInfo's ``expectedFailure`` for the device type): any failure on
-    the device holds it."""
+    """The case source's own expected failures: its rules (the zoo's known failures on this recipe, each with its
+    status, message and versions), and OpInfo's ``expectedFailure`` for the device type, which any failure on the
+    device holds."""
     from harness.recipes import Rule
     from harness.suites import case_judgement
 
-    why = getattr(case_judgement(item.case, item.axes.dtype, recipe), "xfail", None)
-    return [Rule(match=item.group, reason=why, statuses=DEVICE_FAILURES)] if why else []
+    judgement = case_judgement(item.case, item.axes.dtype, recipe)
+    rules = [r for r in getattr(judgement, "rules", ()) if r.applies(item.group, item.case.suite)]  # the zoo's known failures
+    why = getattr(judgement, "xfail", None)
+    return [*rules, *([Rule(match=item.group, reason=why, statuses=DEVICE_FAILURES)] if why else [])]
 
 
 def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail: str,

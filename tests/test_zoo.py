@@ -3,6 +3,7 @@ the portal's ``models.html``). The zoo's models run end to end in ``tests/test_e
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import re
@@ -192,3 +193,36 @@ def test_a_killed_workers_scratch_directory_is_removed_by_pid(tmp_path: Path, mo
     assert scratch.is_dir() and scratch.name.startswith(f"bti-lower-{proc.pid}-")  # the kill left it behind
     remove_scratch(proc.pid)
     assert not scratch.exists() and other.is_dir()
+
+
+def test_the_zoo_s_known_failures_name_real_cases_owners_and_recipes() -> None:
+    """zoo_expected.yaml parses as recipe xfail rules; every rule names a zoo case that exists, an owner, and where it
+    holds; the judge gives each recipe only its own rules (eager CPU none: it passes them all)."""
+    from harness.recipes import load_recipe
+
+    ids = {c.id for c in load_suites(["zoo"])}
+    entries = zoo._expected()
+    assert len(entries) >= 10
+    for recipes, backends, rule in entries:
+        assert any(fnmatch.fnmatchcase(i + "[float32,static]", rule.match) for i in ids), rule.match
+        assert rule.statuses and ("Owner:" in rule.reason or "found by bti" in rule.reason), rule.match
+        assert recipes != ("*",) or backends, rule.match  # never every recipe: eager CPU passes these
+    case = next(c for c in load_suites(["zoo"]) if c.id == "zoo.huggingface.GoogleFnet")
+    on_xnnpack = zoo.judge(case, "float32", load_recipe("xnnpack")).rules
+    assert [r.describe() for r in on_xnnpack] == ["FAIL_LOWER matching /_fft_c2c/"]
+    assert [r.describe() for r in zoo.judge(case, "float32", load_recipe("onnxruntime")).rules] == ["FAIL_MISMATCH"]
+    assert zoo.judge(case, "float32", load_recipe("torch-cpu")).rules == ()
+
+
+def test_a_known_zoo_failure_is_xfail_and_another_failure_is_not(tmp_path: Path) -> None:
+    from harness.cases.case import Axes, Item
+    from harness.recipes import load_recipe
+    from harness.status import Status
+    from harness.verdict import _source_xfail
+
+    case = next(c for c in load_suites(["zoo"]) if c.id == "zoo.huggingface.GoogleFnet")
+    item = Item(case, "xnnpack", Axes("float32", "static"))
+    rules = _source_xfail(item, load_recipe("xnnpack"))
+    assert any(r.expects(Status.FAIL_LOWER, "lower: ... aten._fft_c2c.default is not in the Core ATen opset") for r in rules)
+    assert not any(r.expects(Status.FAIL_LOWER, "lower: RuntimeError: something else") for r in rules)
+    assert not any(r.expects(Status.CRASH, "_fft_c2c") for r in rules)

@@ -121,7 +121,8 @@ BUILTIN: tuple[BuiltinSource, ...] = (
                   {"tv": "harness.suites.tv_models:build_tv"}, per_item=10.0, whole_models=True),
     BuiltinSource("zoo", "the model zoo: every row of dynamo's Hugging Face, timm and TorchBench lists, built offline "
                   "(seeded weights; TorchBench rows outside pip-installable libraries are UNAVAILABLE with the reason)",
-                  "harness.suites.zoo:zoo_cases", {"zoo": "harness.suites.zoo:build"}, per_item=60.0, whole_models=True),
+                  "harness.suites.zoo:zoo_cases", {"zoo": "harness.suites.zoo:build"}, per_item=60.0, whole_models=True,
+                  judge_ref="harness.suites.zoo:judge"),
     *(BuiltinSource(f"zoo-{name}", f"the zoo's {name} list", "harness.suites.zoo:list_cases", {}, per_item=60.0,
                     whole_models=True, discover_args=(name,)) for name in ("huggingface", "timm", "torchbench")),
     BuiltinSource("models-ci", "a sample of the zoo for CI: one model per list", "harness.suites.zoo:ci_cases", {},

@@ -236,7 +236,9 @@ TORCHBENCH_LIST: tuple[ZooModel, ...] = (
     _tb_hf("hf_GPT2", 1, "GPT2LMHeadModel", {}, 1024 // 4),
     _tb_hf("hf_GPT2_large", 1, "GPT2LMHeadModel", {"n_embd": 1280, "n_layer": 36, "n_head": 20}, 1024),
     _tb_hf("hf_Longformer", 1, "LongformerForMaskedLM", HUB_CONFIGS["AllenaiLongformerBase"][1], 4096 // 8),
-    _tb_hf("hf_Reformer", 1, "ReformerForMaskedLM", {"num_buckets": 128, "is_decoder": False}, 4096 // 2),
+    # TorchBench leaves hash_seed unset: the LSH attention then draws new rotations at every call and two runs of one
+    # model differ (0.16 on ONNX Runtime), which no backend could match; seeded here, so the model is deterministic
+    _tb_hf("hf_Reformer", 1, "ReformerForMaskedLM", {"num_buckets": 128, "is_decoder": False, "hash_seed": 0}, 4096 // 2),
     _tb_hf("hf_Roberta_base", 1, "XLMRobertaForMaskedLM", {"vocab_size": 250002, "max_position_embeddings": 514,
                                                            "type_vocab_size": 1, "pad_token_id": 1, "layer_norm_eps": 1e-5}, 512),
     _tb_hf("hf_T5", 1, "T5ForConditionalGeneration", T5_SMALL, 2048 // 4),
@@ -412,6 +414,44 @@ def measure_sizes(models: tuple[ZooModel, ...] = MODELS) -> dict[str, dict[str, 
             out[m.id]["outputs"] = m.seq * _vocab(model.config)
         del model
     return out
+
+
+EXPECTED = HERE / "zoo_expected.yaml"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The zoo's word on one item: its known failures on the item's recipe (``zoo_expected.yaml``)."""
+
+    rules: tuple[Any, ...] = ()
+    skip: str | None = None
+    xfail: str | None = None
+
+
+@functools.cache
+def _expected() -> tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...]:
+    """(recipe globs, backends, rule) per entry of ``zoo_expected.yaml``, parsed as recipe xfail rules."""
+    from harness.cases.yamlload import load_yaml
+    from harness.recipes import parse_rules
+
+    raw = load_yaml(EXPECTED) or []
+    out = []
+    for entry in raw:
+        recipes = tuple(str(r) for r in entry.pop("recipes", None) or ("*",))
+        backends = tuple(str(b) for b in entry.pop("backends", None) or ())
+        (rule,) = parse_rules([entry], str(EXPECTED), "xfail")
+        out.append((recipes, backends, rule))
+    return tuple(out)
+
+
+def judge(case: Case, dtype: str, recipe: Any) -> Expectation:
+    """The known failures of ``case`` on ``recipe`` (by name and backend); the runner holds the item to them."""
+    import fnmatch
+
+    rules = tuple(rule for recipes, backends, rule in _expected()
+                  if any(fnmatch.fnmatchcase(recipe.name, r) for r in recipes) and (not backends or recipe.backend in backends)
+                  and any(fnmatch.fnmatchcase(f"{case.id}[{dtype},{shape}]", rule.match) for shape in ("static", "dynamic")))
+    return Expectation(rules=rules)
 
 
 def build(case: Case, axes: Any, seed: int) -> Any:
