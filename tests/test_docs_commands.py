@@ -116,6 +116,11 @@ COMMANDS: dict[str, Doc] = {
     "bti run -s opinfo -r torch-cuda": Doc(code=1, says="nothing verified", run="bti run -s opinfo -r torch-cuda -k opinfo.abs.* -o out-cuda",
                                            why="no GPU here: UNAVAILABLE, exit 1, as the page says (into out-cuda, keeping out/)"),
     "bti report out/results.jsonl --support": Doc(files=("out/support.md", "out/support.csv")),
+    # upstream.md
+    "bti run -s smoke -r xnnpack-int8-static-per-channel -o out-int8": Doc(files=_in("out-int8", *REPORTS)),
+    "bti repro 'op.linear.fc[float32,static]@xnnpack-int8-static-per-channel' --results out-int8/results.jsonl -o repro.py":
+        Doc(files=("repro.py",), says="repro.py"),
+    "bti report out-int8/results.jsonl -o out-int8 --upstream-bugs": Doc(files=("out-int8/upstream-bugs.md",)),
     # zoo.md
     "bti run -s zoo -r torch-cpu -r xnnpack -j 2":
         Doc(files=_in("out", *REPORTS), run="bti run -s zoo -r torch-cpu -r xnnpack -j 2 -k zoo.timm.mobilenetv2_100*", why=SMALL),
