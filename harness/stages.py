@@ -393,10 +393,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     rule = str(recipe.accuracy.rule or backend.accuracy_rule or "allclose")
 
     def compare_all() -> Comparison:
-        try:
-            comparison = judge(item, recipe, group, outs, refs, rule, deterministic, qref)
-        except Exception as exc:  # the judge is bti's: its failure is not the backend's mismatch
-            raise _OwnFault(f"the judge failed: {type(exc).__name__}") from exc
+        comparison = _judged(item, recipe, group, outs, refs, rule, deterministic, qref)
         more = group.built.more_runs  # with --baseline too: further sets are held to eager (the baseline ran set 0)
         if more:
             comparison = _compare_more(backend, handle, group, comparison, outs, more, facts)
@@ -406,6 +403,15 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     if bundle_dir:
         facts["artifacts"] = backend.bundle(recipe, Path(bundle_dir), _bundle_name(item), lowered, blob, group.built.run,
                                             group.ref, outs)
+
+
+def _judged(*args: Any) -> Comparison:
+    """``harness.judge.judge``: the judge is bti's, so its own failure is ERROR (``_OwnFault``), never the backend's
+    mismatch."""
+    try:
+        return judge(*args)
+    except Exception as exc:
+        raise _OwnFault(f"the judge failed: {type(exc).__name__}") from exc
 
 
 def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage: StageLog,

@@ -238,3 +238,25 @@ def test_full_disk_keeps_earlier_records(tmp_path: Path) -> None:
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     after = (out / "results.jsonl").read_bytes()
     assert after.startswith(data) and len(records(out)) == 8
+
+
+def test_the_judge_s_own_failure_is_error_not_the_backend_s_mismatch(monkeypatch) -> None:
+    """A bug in bti's judge (it once raised KeyError 'max_abs' on a quantized recipe's integer output) is ERROR, triaged
+    infra, with the judge's exception as the cause: never a FAIL_MISMATCH charged to the backend."""
+    import harness.stages as stages
+    from harness.cases.case import Axes, Item
+    from harness.recipes import load_recipe
+    from harness.suites import load_suites
+
+    case = next(c for c in load_suites(["smoke"]) if c.id == "op.relu.basic")
+    item = Item(case, "portable", Axes("float32", "static"))
+
+    def broken(*args, **kwargs):
+        raise KeyError("max_abs")
+
+    monkeypatch.setattr(stages, "judge", broken)
+    rec, _, _ = stages.run_item(item, load_recipe("portable"), stages.Group(item), "t")
+    assert rec["status"] == "ERROR" and "KeyError" in rec["detail"] and "max_abs" in rec["detail"], rec["detail"]
+    monkeypatch.undo()
+    rec, _, _ = stages.run_item(item, load_recipe("portable"), stages.Group(item), "t")
+    assert rec["status"] == "PASS"
