@@ -149,10 +149,11 @@ def _call(handle: OnDevice, inputs: tuple[Any, ...]) -> list[Any]:
 
     outs = _check_on_device(_leaves(out), handle.device)
     if handle.autocast:  # autocast is judged on values: its lower-precision outputs go back to the inputs' dtype
-        # (a model fed token ids has no floating input: the recipe runs on the float32 cases)
+        # (a model fed token ids has no floating input: the recipe runs on the float32 cases); only outputs in the
+        # autocast dtype: one the op asked for itself (`x.to(torch.float16)` under bf16 autocast) stays as it is
         dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), torch.float32)
-        outs = [o.to(dtype) if dtype is not None and isinstance(o, torch.Tensor) and o.is_floating_point() else o
-                for o in outs]
+        low = getattr(torch, handle.autocast)
+        outs = [o.to(dtype) if isinstance(o, torch.Tensor) and o.dtype == low else o for o in outs]
     return outs
 
 
