@@ -148,3 +148,15 @@ def test_upstream_bugs_one_section_per_root_cause(run: Path, tmp_path: Path) -> 
     linked = re.findall(r"\]\((repro/[^)]+)\)", text)
     assert linked and all((run / link).is_file() for link in linked)  # the scripts bti run wrote
     assert not any("PASS" in s.split("**items")[1].split("\n")[0] for s in sections)
+
+
+def test_the_portal_s_item_page_links_the_script(run: Path, tmp_path: Path) -> None:
+    res = run_bti("portal", str(run / "results.jsonl"), "-o", str(tmp_path / "site"))
+    assert res.code == 0, res.err
+    copied = sorted((tmp_path / "site" / "repro").rglob("*.py"))
+    written = sorted(p.name for p in (run / "repro").glob("*.py"))
+    assert [p.name for p in copied] == written and len(written) == 3
+    pages = "".join(p.read_text() for p in (tmp_path / "site" / "items").iterdir())
+    for name in written:  # the link, relative to the item page, and the command for any failure
+        assert f'"repro": "../repro/{copied[0].parent.name}/{name}"' in pages.replace("\\/", "/")
+    assert "bti repro 'op.add.eager_fails[float32,static]@portable' --results results.jsonl" in pages
