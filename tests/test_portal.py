@@ -255,6 +255,9 @@ def test_portal_in_a_browser(site: Path, tmp_path: Path, record_property: Any) -
         browser.pump(0.5)
         assert browser.eval("document.getElementById('status').textContent") == "FAIL_LOWER"
         assert browser.eval("document.getElementById('command').textContent").endswith("-k op.conv.b --dtype float32 --shape static")
+        # a failure's page gives the standalone script's command (bti repro); no script was written for this run
+        assert browser.eval("document.getElementById('repro-command').textContent").startswith("bti repro 'op.conv.b[float32,static]@")
+        assert browser.eval("document.getElementById('repro')") is None
         assert browser.eval("document.title") != "pwned" and browser.eval("document.querySelectorAll('img').length") == 0
         browser.screenshot(tmp_path / "item.png")
         browser.goto(site.joinpath("history.html").as_uri())

@@ -158,5 +158,7 @@ def test_the_portal_s_item_page_links_the_script(run: Path, tmp_path: Path) -> N
     assert [p.name for p in copied] == written and len(written) == 3
     pages = "".join(p.read_text() for p in (tmp_path / "site" / "items").iterdir())
     for name in written:  # the link, relative to the item page, and the command for any failure
-        assert f'"repro": "../repro/{copied[0].parent.name}/{name}"' in pages.replace("\\/", "/")
-    assert "bti repro 'op.add.eager_fails[float32,static]@portable' --results results.jsonl" in pages
+        assert f'"repro":"../repro/{copied[0].parent.name}/{name}"' in pages
+    assert "bti repro \\u0027op.add.eager_fails[float32,static]@portable\\u0027 --results results.jsonl" in pages
+    assert pages.count('"repro_command"') == sum(1 for r in _records(run).values() if r["status"] not in
+                                                 ("PASS", "PASS_UNDELEGATED", "XFAIL", "SKIP"))  # failures only
