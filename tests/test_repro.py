@@ -162,3 +162,19 @@ def test_the_portal_s_item_page_links_the_script(run: Path, tmp_path: Path) -> N
     assert "bti repro \\u0027op.add.eager_fails[float32,static]@portable\\u0027 --results results.jsonl" in pages
     assert pages.count('"repro_command"') == sum(1 for r in _records(run).values() if r["status"] not in
                                                  ("PASS", "PASS_UNDELEGATED", "XFAIL", "SKIP"))  # failures only
+
+
+def test_an_arm_tosa_item_runs_on_the_tosa_reference_model_and_its_quantizer_verdict_reproduces(tmp_path: Path) -> None:
+    """arm-tosa-int: the script lowers with the Arm quantizer and partitioner for TOSA-1.0+INT and runs the program on the
+    TOSA reference model; topk's indices fail the quantizer's SQNR floor (an expected failure), as bti recorded."""
+    item = "op.topk.k3[float32,static]@arm-tosa-int"
+    res = run_bti("run", "-s", "ops", "-k", "op.topk.k3*", "--shape", "static", "-r", "arm-tosa-int", "-o", str(tmp_path),
+                  "--no-reuse", "--no-report", "--repro", "0")
+    assert res.code == 0, res.err[-2000:]
+    assert "quantizer: output[1]" in _records(tmp_path)[item]["detail"]
+    script = _script(tmp_path, item, "topk.py")
+    assert "TosaCompileSpec('TOSA-1.0+INT')" in script.read_text() and "RUNS_ON = 'tosa-reference-model'" in script.read_text()
+    proc = _run_alone(script)
+    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "REPRODUCED: the outputs are out of tolerance", \
+        proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "[compare] failed: quantizer: output[1]" in proc.stdout
