@@ -155,8 +155,8 @@ def _item(rec: dict[str, Any], header: dict[str, Any]) -> tuple[Any, Any, Any, i
 
     recipe = load_recipe(str(rec.get("recipe")))
     backend = get_backend(recipe.backend)
-    if not isinstance(backend, ExecuTorchBackend):
-        raise Unsupported(f"recipe {recipe.name} runs on backend {recipe.backend}: bti repro writes ExecuTorch programs")
+    if type(backend) is not ExecuTorchBackend:  # a plugin's subclass lowers and runs in its own code
+        raise Unsupported(f"recipe {recipe.name} runs on backend {recipe.backend}: bti repro writes ExecuTorch's own flows")
     axes = Axes(**{k: str(v) for k, v in (rec.get("axes") or {}).items()})
     cases = _find_case(rec, header)
     seed = seed_for(f"{cases[0].id}{axes}")
@@ -724,7 +724,8 @@ def write_failures(results: Path, directory: Path, limit: int) -> tuple[list[Pat
     from harness.results import read_latest, status_of
 
     _, latest = read_latest(results)
-    failing = [r for r in latest if status_of(r).is_failure and status_of(r).value in (*STAGE_OF, "CRASH")]
+    failing = [r for r in latest if status_of(r).is_failure and status_of(r).value in (*STAGE_OF, "CRASH")
+               and r.get("backend") == "executorch"]  # ExecuTorch's own flows (a plugin's backend has its own name)
     first: dict[str, Any] = {}
     for r in failing:  # one per root cause first
         first.setdefault(_bug(r), r)
