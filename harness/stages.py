@@ -125,6 +125,7 @@ class Group:
             log(Stage.EXPORT, build)
         self.built_outcome = log.done[0]
         self._exported: StageOutcome | None = None
+        self._program_seen: tuple[str, ...] = ()
         self._other: Group | None = None
         self._fp64: list[Any] | None = None
         self.fp64_error = ""  # why the module gave no float64 reference (the record says so)
@@ -146,6 +147,22 @@ class Group:
             self._weights_seen = now
             return False
         return now != self._weights_seen
+
+    def _program_key(self) -> tuple[str, ...]:
+        """What a backend must not change in the shared exported program: its code and each node's value (shapes
+        included: ExecuTorch's lowering once specialized a dynamic batch in place, s77 -> 2, and every later recipe of
+        the group lowered a static program)."""
+        if self.ep is None:
+            return ()
+        return (self.ep.graph_module.code, *(str(n.meta.get("val")) for n in self.ep.graph.nodes))
+
+    def program_changed(self) -> bool:
+        """Whether a backend changed the shared exported program since it was made; if so it is dropped, and the
+        next recipe that needs one exports again."""
+        if self.ep is None or self._program_seen == self._program_key():
+            return False
+        self.ep, self._exported, self._program_seen = None, None, ()
+        return True
 
     def pair_other(self) -> Group:
         """A pair case's b side: its own module (and eager reference), a's inputs."""
@@ -169,6 +186,7 @@ class Group:
             done = log.done[0]
             self._exported = dataclasses.replace(done, seconds=round(done.seconds + self.built_outcome.seconds, 6))
             self._weights_seen = self._weights_version()
+            self._program_seen = self._program_key()
         return (self._exported,)
 
     def fp64_reference(self) -> list[Any] | None:
@@ -586,4 +604,5 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
             control = Status(rec["status"])
         if group.weights_written():  # that backend wrote into the shared weights: the next recipes get a fresh build
             group = Group(items[0])
+        group.program_changed()  # or into the shared exported program: the next recipes export again
         emit(rec)
