@@ -15,7 +15,9 @@ from harness.cli.group import cli
               help="The results file that recorded the failure.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Where the script goes (default: repro/<item>.py beside the results file).")
-def repro(item: str, results: Path, output: Path | None) -> None:
+@click.option("-s", "--suite", "suites", multiple=True, help="A suite file the case comes from (as `bti run -s FILE.yaml` "
+              "was given; repeatable). Built-in suites are found by name; a path is never taken from the results.")
+def repro(item: str, results: Path, output: Path | None, suites: tuple[str, ...]) -> None:
     """Write ITEM's failure (an item id, as in the results: op.add.basic[float32,static]@xnnpack) as a standalone
     Python script that needs torch and executorch alone: the module, the seeded inputs, the recipe's export,
     quantize, lower, serialize, load and run calls, and the comparison that failed, with the versions bti ran.
@@ -23,5 +25,5 @@ def repro(item: str, results: Path, output: Path | None) -> None:
     Works for ExecuTorch recipes (the module of a non-operator case is its exported program)."""
     from harness import repro as rp
 
-    path = rp.write(results, item, output)
+    path = rp.write(results, item, output, suites)
     click.echo(str(path))

@@ -111,8 +111,8 @@ def run(**kw: Any) -> None:
     finally:
         if bar:
             bar.close()
-    if kw["repro"]:
-        _write_repros(jsonl, out_dir / "repro", kw["repro"])
+    if kw["repro"]:  # the suite files this command was given (trusted: never paths read back from the results)
+        _write_repros(jsonl, out_dir / "repro", kw["repro"], tuple(s for s in opts.suites if s.endswith((".yaml", ".yml"))))
     if not kw["no_report"]:
         # Reports come from the JSONL alone: exactly `bti report` (its options and environment
         # variables, e.g. $GITHUB_STEP_SUMMARY), run in this process to save an interpreter start.
@@ -127,11 +127,11 @@ def run(**kw: Any) -> None:
     raise SystemExit(code)
 
 
-def _write_repros(jsonl: Path, directory: Path, limit: int) -> None:
+def _write_repros(jsonl: Path, directory: Path, limit: int, suites: tuple[str, ...]) -> None:
     """``bti repro`` for the run's unexpected failures (ExecuTorch recipes): what the PR comment and the portal link."""
     from harness.repro import write_failures
 
-    written, skipped = write_failures(jsonl, directory, limit)
+    written, skipped = write_failures(jsonl, directory, limit, suites)
     if written:
         click.echo(f"bti: {len(written)} standalone repro script(s) in {directory} (torch + executorch, no bti)", err=True)
     if skipped:

@@ -328,21 +328,33 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
 
 
 def _repro(site: Path, run: Run, rec: Record) -> dict[str, str]:
-    """A failure's standalone reproduction: the ``bti repro`` command, and the script ``bti run`` wrote beside the run's
-    results (copied into the site, linked from the item page) where there is one."""
-    from harness.repro import script_name
+    """A failure's standalone reproduction (``bti repro``, ExecuTorch's flows): its command, and the script ``bti run``
+    wrote beside the run's results where there is one, copied into the site under a directory named by a hash of the
+    run id and linked from the item page. Results are untrusted: a link is never followed, and only a file that starts
+    as bti's scripts start, under the size cap, is copied."""
+    from harness.repro import MAX_SCRIPT_BYTES, SCRIPT_FIRST_LINES, STAGE_OF, script_name
 
+    if rec.get("backend") != "executorch" or str(_dict(rec.get("xfail")).get("status") or rec.get("status")) not in (*STAGE_OF, "CRASH"):
+        return {}
     item = str(rec.get("id"))
     out = {"repro_command": f"bti repro {shlex.quote(item)} --results results.jsonl"}
     name = script_name(item)
     for source in run.sources:
         script = Path(source).parent / "repro" / name
-        if script.is_file():
-            dest = site / "repro" / script_name(run.run_id)[:-3] / name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(script, dest)
-            out["repro"] = f"../repro/{dest.parent.name}/{name}"
-            break
+        try:
+            if script.is_symlink() or not script.is_file() or script.stat().st_size > MAX_SCRIPT_BYTES:
+                continue
+            with script.open("rb") as fh:
+                if fh.read(len(SCRIPT_FIRST_LINES)) != SCRIPT_FIRST_LINES:
+                    continue
+        except OSError:
+            continue
+        folder = hashlib.sha256(run.run_id.encode()).hexdigest()[:12]
+        dest = site / "repro" / folder / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(script, dest)
+        out["repro"] = f"../repro/{folder}/{name}"
+        break
     return out
 
 

@@ -20,8 +20,9 @@ from harness.errors import first_line
 from harness.report import safe
 from harness.results import Header, Record, status_of
 
-_UPSTREAM = re.compile(r"found by bti|owner:|upstream|github\.com/[^ ]+/issues/\d+", re.IGNORECASE)
-_OWNER = re.compile(r"Owner:\s*([^;.]+)")
+_UPSTREAM = re.compile(r"found by bti|github\.com/[^ ]+/issues/\d+", re.IGNORECASE)
+_OWNER = re.compile(r"Owner:\s*(.+?)(?:;|\.\s|\.$|$)")
+_NOT_UPSTREAM = ("the case", "bti")  # an owner that is no one else's
 CAP_ITEMS = 12
 
 
@@ -33,7 +34,12 @@ class Bug:
     reason: str = ""
     items: list[Record] = field(default_factory=list)
     failing: set[str] = field(default_factory=set)  # "executorch X (torch Y)"
-    fixed_in: dict[str, int] = field(default_factory=dict)  # version -> items that pass there
+    seen_in: dict[str, list[bool]] = field(default_factory=dict)  # other results' versions -> each item seen: passes?
+
+    @property
+    def fixed_in(self) -> list[str]:
+        """The versions where every item of the bug that ran passes, oldest first (by executorch's version)."""
+        return sorted((v for v, seen in self.seen_in.items() if seen and all(seen)), key=_order)
 
     @property
     def recipes(self) -> list[str]:
@@ -41,9 +47,13 @@ class Bug:
 
 
 def _versions(header: Header) -> str:
-    pk = header.get("packages") or header.get("versions") or {}
-    pk = pk if isinstance(pk, dict) else {}
+    pk = _mapping(header.get("packages")) or _mapping(header.get("versions"))
     return f"executorch {pk.get('executorch', '?')} (torch {pk.get('torch', '?')})"
+
+
+def _order(version: str) -> tuple[int, ...]:
+    """``executorch 1.5.1 (torch 2.14.1)`` as (1, 5, 1) for sorting; unknown parts sort first."""
+    return tuple(int(x) if x.isdigit() else -1 for x in re.split(r"[.+ ]", version.split(" ")[1] if " " in version else "")[:3])
 
 
 def _mapping(value: object) -> dict[str, object]:
@@ -66,10 +76,18 @@ def _key(rec: Record) -> tuple[str, str]:
 
 def wanted(rec: Record) -> bool:
     """An unexpected failure, or an expected one whose rule names a bug outside bti."""
+    from harness.repro import STAGE_OF
+
     st = status_of(rec)
-    if st.is_failure:  # unexpected, whether or not a rule expected another failure of the item
-        return st.value != "XPASS"
-    return st.value == "XFAIL" and bool(_UPSTREAM.search(str(_mapping(rec.get("xfail")).get("reason") or "")))
+    if st.is_failure:  # unexpected, whatever rule it carries; not bti's own (ERROR) nor the machine's (TIMEOUT, FLAKY)
+        return st.value in (*STAGE_OF, "CRASH") and rec.get("triage") != "infra"
+    if st.value != "XFAIL":
+        return False
+    reason = str(_mapping(rec.get("xfail")).get("reason") or "")
+    owner = _OWNER.search(reason)
+    if owner is not None:
+        return not owner.group(1).strip().lower().startswith(_NOT_UPSTREAM)
+    return bool(_UPSTREAM.search(reason))
 
 
 def collect(main: tuple[Header, list[Record]], others: Iterable[tuple[Header, list[Record]]] = ()) -> list[Bug]:
@@ -83,7 +101,7 @@ def collect(main: tuple[Header, list[Record]], others: Iterable[tuple[Header, li
         bug = bugs.setdefault(key, Bug(key, title))
         bug.items.append(rec)
         bug.failing.add(_versions(header))
-        reason = str((rec.get("xfail") or {}).get("reason") or "")
+        reason = str(_mapping(rec.get("xfail")).get("reason") or "")
         if reason and not bug.reason:
             bug.reason = reason
             owner = _OWNER.search(reason)
@@ -95,11 +113,10 @@ def collect(main: tuple[Header, list[Record]], others: Iterable[tuple[Header, li
         where = _versions(other_header)
         for rec in other_records:
             found = ids.get(str(rec.get("id")))
-            if found is None:
+            if found is None or status_of(rec).did_not_run:
                 continue
-            if status_of(rec).is_pass:
-                bugs[found].fixed_in[where] = bugs[found].fixed_in.get(where, 0) + 1
-            elif wanted(rec):
+            bugs[found].seen_in.setdefault(where, []).append(status_of(rec).is_pass)
+            if wanted(rec):
                 bugs[found].failing.add(where)
     return sorted(bugs.values(), key=lambda b: (-len(b.items), b.title))
 
@@ -121,7 +138,10 @@ def render_md(bugs: list[Bug], results: Path) -> str:
            f"{len(bugs)} root cause(s) from {safe.code(results.name)}: the expected failures whose rule names a bug "
            "outside bti, and the unexpected failures, grouped by root cause across recipes and operators.", ""]
     for n, bug in enumerate(bugs, 1):
-        fixed = ", ".join(f"{safe.inline(v, 80)} ({k} item(s) pass)" for v, k in sorted(bug.fixed_in.items()))
+        fixed = ", ".join(f"{safe.inline(v, 80)} (its {len(bug.seen_in[v])} item(s) there pass)" for v in bug.fixed_in)
+        partly = [v for v, seen in bug.seen_in.items() if any(seen) and not all(seen)]
+        if partly:
+            fixed += ("; " if fixed else "") + "in part on " + ", ".join(safe.inline(v, 80) for v in sorted(partly, key=_order))
         items = ", ".join(safe.code(r.get("id"), 300) for r in bug.items[:CAP_ITEMS])
         more = f" and {len(bug.items) - CAP_ITEMS} more" if len(bug.items) > CAP_ITEMS else ""
         out += [f"## {n}. {safe.code(bug.title, 400)}", "",
@@ -129,7 +149,8 @@ def render_md(bugs: list[Bug], results: Path) -> str:
                 *([f"- **rule:** {safe.inline(bug.reason, 800)}"] if bug.reason else []),
                 f"- **recipes:** {', '.join(safe.code(r, 100) for r in bug.recipes)}",
                 f"- **fails on:** {', '.join(safe.inline(v, 80) for v in sorted(bug.failing))}",
-                f"- **no longer fails on:** {fixed or 'none of the given results'}",
+                f"- **no longer fails on:** {fixed or 'none of the given results'}"
+                + (f" (first: {safe.inline(bug.fixed_in[0], 80)})" if bug.fixed_in else ""),
                 f"- **items ({len(bug.items)}):** {items}{more}",
                 f"- **repro:** {_repro(bug, results)}", ""]
     return "\n".join(out)
