@@ -783,3 +783,31 @@ def write_failures(results: Path, directory: Path, limit: int, suites: tuple[str
             skipped.append(f"{item_id}: {first_line(str(exc))[:200]}")
     skipped += [f"{r.get('id')}: beyond the first {limit}" for r in failing[limit:]]
     return written, skipped
+
+
+def is_script(path: Path) -> bool:
+    """A file ``bti repro`` wrote (not a link, under the size cap, starting as its scripts start): what ``bti merge``
+    and the portal copy from results they are given."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SCRIPT_BYTES:
+            return False
+        with path.open("rb") as fh:
+            return fh.read(len(SCRIPT_FIRST_LINES)) == SCRIPT_FIRST_LINES
+    except OSError:
+        return False
+
+
+def gather(results: list[Path], item_ids: set[str], directory: Path) -> int:
+    """Copy the scripts beside each results file (``repro/``) whose items are in ``item_ids`` into ``directory``
+    (``bti merge``: the shards' scripts go with the merged results). Returns how many."""
+    import shutil
+
+    wanted = {script_name(i) for i in item_ids}
+    copied = 0
+    for path in results:
+        for script in sorted((path.parent / "repro").glob("*.py")):
+            if script.name in wanted and is_script(script):
+                directory.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(script, directory / script.name)
+                copied += 1
+    return copied

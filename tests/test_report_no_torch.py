@@ -20,3 +20,11 @@ def test_report_runs_without_torch(bti, tmp_path: Path) -> None:
     assert res.code == 0, res.err
     assert (tmp_path / "out" / "summary.md").read_text().startswith("# bti results")
     assert len(list(JUnitXml.fromfile(str(tmp_path / "out" / "junit.xml")))) >= 1
+    # the report venv's other commands: the upstream-bugs report, merge (which carries the repro scripts) and the portal
+    env = {"PYTHONPATH": f"{blocker}:{TESTS.parent}"}
+    res = bti("report", str(golden_input), "-o", str(tmp_path / "out"), "--format", "md", "--upstream-bugs", env=env)
+    assert res.code == 0 and (tmp_path / "out" / "upstream-bugs.md").read_text().startswith("# Bugs found outside bti"), res.err
+    res = bti("merge", str(golden_input), "-o", str(tmp_path / "merged" / "results.jsonl"), env=env)
+    assert res.code == 0, res.err
+    res = bti("portal", str(golden_input), "-o", str(tmp_path / "site"), env=env)
+    assert res.code == 0 and (tmp_path / "site" / "index.html").is_file(), res.err

@@ -214,3 +214,21 @@ def test_hostile_results_give_one_line_or_an_inert_script(run: Path, tmp_path: P
         res = run_bti("repro", item.replace("op.nonzero.nonzero", "op.system.x"), "--results", str(bad), "-o", str(tmp_path / "e.py"))
         assert res.code == 2 and "Traceback" not in res.err and len(res.err.strip().splitlines()) <= 2, res.err
     assert not (tmp_path / "pwned").exists() and not (ROOT / "pwned").exists() and not (tmp_path / "e.py").exists()
+
+
+def test_bti_merge_takes_the_shards_scripts_with_their_results(tmp_path: Path) -> None:
+    """In CI each shard writes its own repro/; the merged results (what the comment, the portal and --upstream-bugs
+    read) keep them."""
+    outs = []
+    for shard in ("1/2", "2/2"):
+        out = tmp_path / shard.replace("/", "of")
+        res = run_bti("run", "-s", str(SUITE), "-k", "op.nonzero*", "-k", "op.add*", "-k", "op._local_scalar_dense*",
+                      "-r", "portable", "--shard", shard, "-o", str(out), "--no-reuse", "--no-report", "-j", "1")
+        assert res.code == 1, res.err[-2000:]
+        outs.append(out)
+    written = sorted(p.name for out in outs for p in (out / "repro").glob("*.py"))
+    assert len(written) == 3 and all((out / "repro").is_dir() for out in outs)  # each shard has at least one failure
+    (outs[0] / "repro" / "stray.py").write_text("print('not bti')\n")  # not bti's: never carried along
+    res = run_bti("merge", *(str(o / "results.jsonl") for o in outs), "-o", str(tmp_path / "merged" / "results.jsonl"))
+    assert res.code == 0 and "3 repro script(s)" in res.out, res.out + res.err
+    assert sorted(p.name for p in (tmp_path / "merged" / "repro").glob("*.py")) == written

@@ -161,10 +161,14 @@ def portal(runs: tuple[Path, ...], out_dir: Path, keep_history: Path | None, his
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="The merged results.jsonl.")
 def merge(inputs: tuple[Path, ...], output: Path) -> None:
-    """Join shard results (from `bti run --shard i/n`) into one JSONL. Never imports torch."""
+    """Join shard results (from `bti run --shard i/n`) into one JSONL, and the shards' repro scripts (repro/ beside each)
+    into repro/ beside it. Never imports torch."""
+    from harness.repro import gather
     from harness.runner.merge import merge as do_merge
 
     _, records = do_merge(list(inputs), output)
-    click.echo(f"merged {len(inputs)} file(s), {len(records)} items -> {output}")
+    scripts = gather(list(inputs), {str(r.get("id")) for r in records}, output.parent / "repro")
+    click.echo(f"merged {len(inputs)} file(s), {len(records)} items -> {output}"
+               + (f"; {scripts} repro script(s) -> {output.parent / 'repro'}" if scripts else ""))
 
 

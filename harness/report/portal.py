@@ -332,7 +332,7 @@ def _repro(site: Path, run: Run, rec: Record) -> dict[str, str]:
     wrote beside the run's results where there is one, copied into the site under a directory named by a hash of the
     run id and linked from the item page. Results are untrusted: a link is never followed, and only a file that starts
     as bti's scripts start, under the size cap, is copied."""
-    from harness.repro import MAX_SCRIPT_BYTES, SCRIPT_FIRST_LINES, STAGE_OF, script_name
+    from harness.repro import STAGE_OF, is_script, script_name
 
     if rec.get("backend") != "executorch" or str(_dict(rec.get("xfail")).get("status") or rec.get("status")) not in (*STAGE_OF, "CRASH"):
         return {}
@@ -341,13 +341,7 @@ def _repro(site: Path, run: Run, rec: Record) -> dict[str, str]:
     name = script_name(item)
     for source in run.sources:
         script = Path(source).parent / "repro" / name
-        try:
-            if script.is_symlink() or not script.is_file() or script.stat().st_size > MAX_SCRIPT_BYTES:
-                continue
-            with script.open("rb") as fh:
-                if fh.read(len(SCRIPT_FIRST_LINES)) != SCRIPT_FIRST_LINES:
-                    continue
-        except OSError:
+        if not is_script(script):
             continue
         folder = hashlib.sha256(run.run_id.encode()).hexdigest()[:12]
         dest = site / "repro" / folder / name
