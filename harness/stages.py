@@ -162,6 +162,7 @@ class Group:
         if self.ep is None or self._program_seen == self._program_key():
             return False
         self.ep, self._exported, self._program_seen = None, None, ()
+        self._weights_seen = self._weights_version()  # the program's state no longer counts: not a write by anyone
         return True
 
     def pair_other(self) -> Group:
