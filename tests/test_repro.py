@@ -28,7 +28,8 @@ CASES = {
     f"op.mul.rank0_rank4[float32,static]@{INT8}": ("XFAIL", "the lower stage failed (IndexError)"),
     "op._local_scalar_dense.scalar_out[float32,static]@portable": ("FAIL_SERIALIZE", "the serialize stage failed (AssertionError)"),
     "op.sort.no_kernel[float32,static]@portable": ("FAIL_LOAD", "the load stage failed (RuntimeError)"),
-    "op.mul.rank0_rank4[float32,static]@openvino-int8": ("XFAIL", "the run stage failed (RuntimeError)"),
+    # the recipe's rule is limited to the ops suite it was measured on: here, in the fixture suite, it is unexpected
+    "op.mul.rank0_rank4[float32,static]@openvino-int8": ("FAIL_RUN", "the run stage failed (RuntimeError)"),
     "op.split_with_sizes.split_dynamic[float32,dynamic]@portable": ("FAIL_RUN", "the run stage failed (RuntimeError)"),
     "op.nonzero.nonzero[float32,static]@portable": ("FAIL_MISMATCH", "the outputs are out of tolerance"),
     f"op.nonzero.nonzero[float32,static]@{INT8}": ("FAIL_MISMATCH", "the outputs are out of tolerance"),
