@@ -34,6 +34,7 @@ from harness.judge import REL_FLOOR
 
 STAGE_OF = {"FAIL_EXPORT": "export", "FAIL_QUANTIZE": "quantize", "FAIL_LOWER": "lower", "FAIL_SERIALIZE": "serialize",
             "FAIL_LOAD": "load", "FAIL_RUN": "run", "FAIL_MISMATCH": "compare"}
+REPRODUCIBLE = (*STAGE_OF, "CRASH")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")  # no line of the results' text may end the comment it is in
 MAX_PROGRAM_BYTES = 200 * 10**6  # an exported program carried in a script, weights included (before compression)
@@ -43,6 +44,15 @@ SCRIPT_FIRST_LINES = b"#!/usr/bin/env python3\n# A standalone reproduction writt
 
 class Unsupported(UserError):
     """The item has no standalone form (said in one line)."""
+
+
+def reproduced_status(rec: Any) -> str | None:
+    """The failure a record stands for (its status, or an xfail's expected status) when a script can reproduce it: a
+    stage's failure or a crash. None for a pass, a skip, ERROR, TIMEOUT or FLAKY (bti's or the machine's)."""
+    status = str(rec.get("status"))
+    if status == "XFAIL":
+        status = str(_dict(rec.get("xfail")).get("status") or "")
+    return status if status in REPRODUCIBLE else None
 
 
 def script_name(item_id: str) -> str:
@@ -89,11 +99,15 @@ def _json(line: str) -> dict[str, Any] | None:
 def write(results: Path, item_id: str, out: Path | None = None, suites: tuple[str, ...] = ()) -> Path:
     """Write ``item_id``'s script (default: ``repro/<item>.py`` beside the results file) and return its path. ``suites``:
     suite files (``-s FILE.yaml`` of the run) to look the case up in, besides the built-in suites."""
+    found = find_record(results, item_id)
+    return _write(found.record, found.header, out if out is not None else results.parent / "repro" / script_name(item_id),
+                  suites)
+
+
+def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tuple[str, ...]) -> Path:
     from harness.results import atomic_write_text
 
-    found = find_record(results, item_id)
-    text = render(found.record, found.header, suites)
-    path = out if out is not None else results.parent / "repro" / script_name(item_id)
+    text = render(rec, header, suites)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
@@ -111,8 +125,7 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
         st = Status(status)
     except ValueError:
         raise UserError(f"{rec.get('id')}: unknown status {status!r}") from None
-    expected = str(_dict(rec.get("xfail")).get("status") or "") if st is Status.XFAIL else status
-    if expected not in (*STAGE_OF, "CRASH"):
+    if reproduced_status(rec) is None:
         what = "there is no failure to reproduce" if st.is_pass else "not a failure of a stage (ERROR, TIMEOUT, FLAKY: bti's or the machine's)"
         raise Unsupported(f"{rec.get('id')} is {status}: {what}")
     recipe, case, axes, seed = _item(rec, suites)
@@ -120,9 +133,9 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
     module_src, exported = _module_source(case, built, seed, axes.dtype)
     return Template(_SCRIPT).substitute(
         header=_header(rec, header, recipe),
-        expected=_literal(_expected(rec)),
-        tolerance=_literal(_tolerance(rec)),
-        scales=_literal(_scales(rec)),
+        expected=repr(_expected(rec)),
+        tolerance=repr(_tolerance(rec)),
+        scales=repr(_scales(rec)),
         ref_dtype=repr(built.ref_dtype),
         quantized=repr(bool(recipe.quantized)),
         threads=repr(int(recipe.runtime.threads or 0)),
@@ -422,9 +435,7 @@ def _arm_spec_code(name: str, specs: dict[str, Any]) -> tuple[str, str]:
 
 # -- what was recorded -----------------------------------------------------------------------------------------------
 def _expected(rec: dict[str, Any]) -> dict[str, Any]:
-    status = str(rec.get("status"))
-    if status == "XFAIL":
-        status = str(_dict(rec.get("xfail")).get("status") or "")
+    status = reproduced_status(rec) or ""
     err = _dict(rec.get("error"))
     etype = str(err.get("type") or "")
     return {"status": status, "stage": STAGE_OF.get(status, ""), "type": etype.rsplit(".", 1)[-1],
@@ -449,10 +460,6 @@ def _scales(rec: dict[str, Any]) -> list[float | None]:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _literal(value: Any) -> str:
-    return repr(value)
 
 
 def _header(rec: dict[str, Any], header: dict[str, Any], recipe: Any) -> str:
@@ -763,8 +770,8 @@ def write_failures(results: Path, directory: Path, limit: int, suites: tuple[str
     from harness.providers import ProviderError, run_forked
     from harness.results import read_latest, status_of
 
-    _, latest = read_latest(results)
-    failing = [r for r in latest if status_of(r).is_failure and status_of(r).value in (*STAGE_OF, "CRASH")
+    header, latest = read_latest(results)
+    failing = [r for r in latest if status_of(r).is_failure and reproduced_status(r)
                and r.get("backend") == "executorch"  # ExecuTorch's own flows (a plugin's backend has its own name)
                and not str(r.get("case", "")).startswith("zoo.")]  # a zoo model's program is its weights: on request only
     first: dict[str, Any] = {}
@@ -777,7 +784,7 @@ def write_failures(results: Path, directory: Path, limit: int, suites: tuple[str
         item_id = str(rec.get("id"))
         path = directory / script_name(item_id)
         try:
-            run_forked(lambda item_id=item_id, path=path: str(write(results, item_id, path, suites)))
+            run_forked(lambda rec=rec, path=path: str(_write(dict(rec), dict(header), path, suites)))
             written.append(path)
         except ProviderError as exc:
             skipped.append(f"{item_id}: {first_line(str(exc))[:200]}")

@@ -332,9 +332,9 @@ def _repro(site: Path, run: Run, rec: Record) -> dict[str, str]:
     wrote beside the run's results where there is one, copied into the site under a directory named by a hash of the
     run id and linked from the item page. Results are untrusted: a link is never followed, and only a file that starts
     as bti's scripts start, under the size cap, is copied."""
-    from harness.repro import STAGE_OF, is_script, script_name
+    from harness.repro import is_script, reproduced_status, script_name
 
-    if rec.get("backend") != "executorch" or str(_dict(rec.get("xfail")).get("status") or rec.get("status")) not in (*STAGE_OF, "CRASH"):
+    if rec.get("backend") != "executorch" or reproduced_status(rec) is None:
         return {}
     item = str(rec.get("id"))
     out = {"repro_command": f"bti repro {shlex.quote(item)} --results results.jsonl"}

@@ -76,11 +76,11 @@ def _key(rec: Record) -> tuple[str, str]:
 
 def wanted(rec: Record) -> bool:
     """An unexpected failure, or an expected one whose rule names a bug outside bti."""
-    from harness.repro import STAGE_OF
+    from harness.repro import REPRODUCIBLE
 
     st = status_of(rec)
     if st.is_failure:  # unexpected, whatever rule it carries; not bti's own (ERROR) nor the machine's (TIMEOUT, FLAKY)
-        return st.value in (*STAGE_OF, "CRASH") and rec.get("triage") != "infra"
+        return st.value in REPRODUCIBLE and rec.get("triage") != "infra"
     if st.value != "XFAIL":
         return False
     reason = str(_mapping(rec.get("xfail")).get("reason") or "")
