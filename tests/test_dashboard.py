@@ -58,13 +58,24 @@ class _Rows(HTMLParser):
             self.cards += 1
 
 
+def _data(text: str) -> dict:
+    start = text.index('<script type="application/json" id="data">') + len('<script type="application/json" id="data">')
+    return json.loads(text[start:text.index("</script>", start)])
+
+
 def test_dashboard_is_complete_and_escaped(dashboard: Path) -> None:
     text = dashboard.read_text()
     parsed = _Rows()
     parsed.feed(text)
-    assert len(parsed.rows) == 4 and parsed.cards == 2  # one row per case × axes, one card per recipe
-    assert parsed.scripts == 1  # ours only: the injected <script> stayed text
+    data = _data(text)
+    assert [r[0] for r in data["rows"]] == ["op.add.a[float32,static]", "op.conv.b[float32,static]",
+                                          "op.pool.d[float32,static]", "op.sum.c[float32,static]"]  # one row per case × axes
+    assert parsed.cards == 2  # one card per recipe
+    assert parsed.scripts == 2  # the data and ours: the injected <script> stayed text (escaped in the JSON too)
     assert INJECTED not in text and "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;" in text
+    assert "<img" not in text.split('id="data">', 1)[1].split("</script>", 1)[0]
+    conv = data["rows"][1][1][1]  # op.conv.b on xnnpack: the status and its tooltip
+    assert data["statuses"][conv[0]][0] == "FAIL_LOWER" and "pwned" in conv[1]
     assert "2/4</b> passed" in text and "1 failing" in text  # xnnpack: PASS + PASS_UNDELEGATED; XFAIL expected
     assert "Failures (1)" in text
 
@@ -90,3 +101,29 @@ def test_dashboard_filters_in_a_browser(dashboard: Path, tmp_path: Path, fragmen
     on_screen = {str(r["data-key"]).split("[")[0] for r in parsed.rows if "hidden" not in r}
     assert on_screen == visible
     assert "<title>bti results r1</title>" in dom  # the injected handlers never ran
+
+
+def test_dashboard_pages_a_large_run_and_bounds_its_size(bti, tmp_path: Path, monkeypatch) -> None:
+    """2,500 rows: 100 a page, the page in the URL; the tooltip budget drops tooltips, never statuses."""
+    from harness.report import dashboard as dash
+
+    header = {"kind": "header", "schema": 1, "run_id": "big", "recipes": {"portable": "h"}, "suites": ["ops"]}
+    recs = [_record(f"op.k{i:05d}.a[float32,static]@portable", "FAIL_RUN" if i % 10 == 0 else "PASS", "why " * 20)
+            for i in range(2500)]
+    monkeypatch.setattr(dash, "TIP_BUDGET", 20_000)
+    text = dash.render(header, recs)
+    data = _data(text)
+    assert len(data["rows"]) == 2500 and data["dropped"] > 0
+    cells = [r[1][0] for r in data["rows"]]
+    assert sum(isinstance(c, int) for c in cells) == data["dropped"]  # a status alone
+    statuses = [data["statuses"][c if isinstance(c, int) else c[0]][0] for c in cells]
+    assert statuses.count("FAIL_RUN") == 250  # every status kept
+    assert sum(len(c[1]) for c in cells if not isinstance(c, int)) <= 2 * 20_000
+    assert "Failures (250)" in text
+    page = tmp_path / "big.html"
+    page.write_text(text)
+    dom = _dom(page.as_uri() + "#status=failing&page=2", tmp_path)
+    assert '<span id="shown">250 of 2500 rows shown</span>' in dom and "page 3 of 3" in dom
+    parsed = _Rows()
+    parsed.feed(dom)
+    assert [str(r["data-key"]).split("[")[0] for r in parsed.rows] == [f"op.k{i:05d}.a" for i in range(2000, 2500, 10)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from harness.cli.options import compare_opts, read_results_file, thresholds, wit
 from harness.errors import UserError
 
 
-def _tables(latest: list[Any], info: dict[str, Any], out_dir: Path, support: bool, models: bool) -> dict[str, Path]:
+def _tables(latest: Sequence[Any], info: dict[str, Any], out_dir: Path, support: bool, models: bool) -> dict[str, Path]:
     """support.md/csv (operator × recipe) and models.md/csv (model × recipe), as asked."""
     from harness.results import atomic_write_text
 
@@ -73,12 +74,12 @@ def report(jsonl: Path, out_dir: Path, formats: str, step_summary: Path | None, 
         paths = write_reports(jsonl, out_dir, wanted)
     except ReportError as exc:  # the others were written: the job summary and outputs still follow
         failed, paths = exc, exc.paths
-    latest: list[Any] = []
+    latest: Sequence[Any] = []
     header: Any = {}
     if coverage or github_output or readme or support or models:
-        from harness.results import read_latest
+        from harness.results import read_records
 
-        header, latest = read_latest(jsonl)  # read once for all
+        header, latest = read_records(jsonl, latest=True)  # read once for all, parsed again on each pass
     if coverage:
         from harness.report import coverage as cov
 

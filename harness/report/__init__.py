@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import UserError, first_line
-from harness.results import read_results
+from harness.results import read_records
 
 
 class ReportError(UserError):
@@ -19,16 +20,47 @@ class ReportError(UserError):
 __all__ = ["write_reports"]
 
 
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {first_line(str(exc)) or 'no message'}"
+
+
+def _forked(write: Callable[[], None]) -> Callable[[], str | None]:
+    """Start ``write()`` in a forked child (it shares the records read so far, copy-on-write); the callable returned
+    waits for it and gives its error, or None."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(rfd)
+        message = b""
+        try:
+            write()
+        except BaseException as exc:
+            message = _why(exc).encode("utf-8", "replace")
+        os.write(wfd, message)
+        os._exit(0)
+    os.close(wfd)
+
+    def wait() -> str | None:
+        with os.fdopen(rfd, "rb") as r:
+            message = r.read().decode("utf-8", "replace")
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            return f"its process was killed by signal {os.WTERMSIG(status)}"
+        return message or None
+    return wait
+
+
 FORMATS = ("junit", "md", "csv", "badge", "html", "opdiff")
 
 
 def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
     """Write each wanted report on its own: one that fails does not stop the others, and the error
-    (raised after all ran) names each writer that failed. The JSONL is never touched."""
+    (raised after all ran) names each writer that failed. The JSONL is never touched. Each writer makes its own
+    passes over the records, one record at a time (``Records``)."""
     from harness.report import badge, csvout, dashboard, junit, markdown, opdiff
     from harness.results import atomic_write_text
 
-    header, records = read_results(jsonl)
+    header, records = read_records(jsonl)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -55,11 +87,21 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS
         "opdiff": text("opdiff", "opdiff.jsonl", lambda: opdiff.render(h, records)),
     }
     failed: list[str] = []
+    # JUnit, the slowest writer (~40 % of the time at 134,000 records), runs in a forked child beside the others
+    child = _forked(write_junit) if "junit" in formats and len(formats) > 1 and hasattr(os, "fork") else None
     for kind in formats:
+        if child is not None and kind == "junit":
+            continue
         try:
             writers[kind]()
         except Exception as exc:  # each writer on its own: the others still get written
-            failed.append(f"{kind}: {type(exc).__name__}: {first_line(str(exc)) or 'no message'}")
+            failed.append(f"{kind}: {_why(exc)}")
+    if child is not None:
+        error = child()
+        if error is None:
+            paths["junit"] = out_dir / "junit.xml"
+        else:
+            failed.insert(0, f"junit: {error}")
     if failed:
         done = ", ".join(paths) or "none"
         raise ReportError(f"report writer(s) failed: {'; '.join(failed)} (written: {done}; the JSONL is intact)", paths)

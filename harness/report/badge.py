@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def svg(fields: dict[str, Any]) -> str:
     return str(badge.badge_svg_text)
 
 
-def write(header: dict[str, Any], records: list[Record], out_dir: Path) -> dict[str, Path]:
+def write(header: dict[str, Any], records: Sequence[Record], out_dir: Path) -> dict[str, Path]:
     """``badge.svg``/``badge.json`` for the whole run, plus ``badge-<recipe>.{svg,json}`` per recipe."""
     summaries = by_recipe(header, records)
     suites = "+".join(Path(s).stem if s.endswith((".yaml", ".yml")) else s for s in header.get("suites") or []) or "bti"

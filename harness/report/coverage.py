@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ def render(rows: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     return "\n".join(lines) + "\n", data
 
 
-def write(records: list[dict[str, Any]], out_dir: Path) -> dict[str, Path]:
+def write(records: Sequence[Any], out_dir: Path) -> dict[str, Path]:
     entries = [{"op": r.get("op"), **(r.get("axes") or {})} for r in records]
     text, data = render(table(entries))
     out_dir.mkdir(parents=True, exist_ok=True)

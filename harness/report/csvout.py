@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 
 from harness.results import Record, as_float
 
@@ -53,7 +54,7 @@ def _max(values: list[float | None]) -> float | None:
     return max(vals) if vals else None
 
 
-def render(records: list[Record]) -> str:
+def render(records: Sequence[Record]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()

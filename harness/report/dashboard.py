@@ -1,17 +1,18 @@
 """``dashboard.html``: one self-contained page (no network, no external assets) from the JSONL.
 
-Rendered on the server side from ``templates/dashboard.html.j2``, so it reads without JavaScript:
-per-recipe summary cards, the matrix (one row per case × axes, one column per recipe, each cell the
-item's status with its detail and numbers as a tooltip), and the failures with their one-line detail.
-``templates/dashboard.js`` adds filtering by text and by status; the filter state lives in the URL
-fragment (``#q=conv&status=failing``), so a filtered view can be linked. Every string that comes from a
+Rendered from ``templates/dashboard.html.j2``: per-recipe summary cards and the failures with their one-line
+detail read without JavaScript; the matrix (one row per case × axes, one column per recipe, each cell the
+item's status with its detail and numbers as a tooltip) is JSON data that ``templates/dashboard.js`` filters by
+text and by status and shows 100 rows at a time, so 134,000 items stay a page a browser opens and filters at
+once. The filter state and the page live in the URL fragment (``#q=conv&status=failing&page=2``), so a view can
+be linked. Every string that comes from a
 results file is HTML-escaped by Jinja2's autoescape, and the page's CSP runs only its own script: a
 results artifact from a fork cannot inject markup. ``bti portal`` uses the same templates.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.report.summary import by_recipe, fmt_num, headline
@@ -47,38 +48,57 @@ def _tooltip(rec: Record) -> str:
     return " · ".join(bits)
 
 
-def render(header: dict[str, Any], records: list[Record]) -> str:
+TIP_BUDGET = 8 << 20  # bytes of tooltip text for passing items, and again for the others: past it, the status alone
+FAILURES_SHOWN = 1000  # rows of the failures table; results.csv and junit.xml hold every one
+
+
+def _matrix(records: Iterable[Record], names: list[str]) -> dict[str, Any]:
+    """The matrix as the page's data, in one pass holding one record at a time: per row its case × axes and per
+    recipe ``[status index, tooltip]`` (or the index alone once the tooltip budget is spent)."""
+    col = {name: i for i, name in enumerate(names)}
+    statuses: dict[Status, int] = {}
+    rows: dict[str, list[Any]] = {}
+    spent = {True: 0, False: 0}
+    dropped = 0
+    for rec in records:
+        status = status_of(rec)
+        index = statuses.setdefault(status, len(statuses))
+        tip = _tooltip(rec)
+        passing = status.is_pass
+        cell: Any = index
+        if spent[passing] + len(tip) <= TIP_BUDGET:
+            spent[passing] += len(tip)
+            cell = [index, tip, rec.get("triage") or ""]
+        else:
+            dropped += 1
+        row = rows.setdefault(rec["id"].rsplit("@", 1)[0], [None] * len(names))
+        if rec["recipe"] in col:
+            row[col[rec["recipe"]]] = cell
+    return {"statuses": [[s.value, s.group.css, " ".join(_tags(s))] for s in statuses],
+            "rows": [[group, cells] for group, cells in sorted(rows.items())], "dropped": dropped}
+
+
+def _tags(status: Status) -> list[str]:
+    """The filter groups a status belongs to (the status select's values, and the status itself)."""
+    tags = ["failing" if status.is_failure else "passing" if status.is_pass else "expected", status.value.lower()]
+    return [*tags, "undelegated"] if status == Status.PASS_UNDELEGATED else tags
+
+
+def render(header: dict[str, Any], records: Sequence[Record]) -> str:
+    """The page, at any size: the matrix is data the page's script shows a page at a time (``dashboard.js``);
+    the page holds every item's status, tooltips up to ``TIP_BUDGET`` twice, and the first ``FAILURES_SHOWN``
+    failures. Bounded: about 2 × 8 MiB + 60 bytes per row + 4 per item."""
     summaries = by_recipe(header, records)
     recipes = list(summaries.values())
     names = [r.name for r in recipes]
-    grouped: dict[str, dict[str, Record]] = defaultdict(dict)
-    for rec in records:
-        grouped[rec["id"].rsplit("@", 1)[0]][rec["recipe"]] = rec
-    rows = []
-    for group in sorted(grouped):
-        cells: list[dict[str, str] | None] = []
-        tags: set[str] = set()
-        for name in names:
-            found = grouped[group].get(name)
-            if found is None:
-                cells.append(None)
-                continue
-            rec = found
-            status = status_of(rec)
-            tags.add("failing" if status.is_failure else "passing" if status.is_pass else "expected")
-            if status == Status.PASS_UNDELEGATED:
-                tags.add("undelegated")
-            if rec.get("triage"):
-                tags.add(f"triage-{rec['triage']}")
-            tags.add(status.value.lower())
-            cells.append({"cls": status.group.css, "tip": _tooltip(rec), "status": status.value})
-        rows.append({"group": group, "cells": cells, "key": " ".join([group, *tags]).lower(), "tags": " ".join(sorted(tags))})
     cards = [{"name": r.name, "unverified": None if r.verified else r.unverified_reason(), "passed": r.passed, "ran": r.ran,
               "pass_rate": r.pass_rate, "pass_text": r.pass_text(),
               "failed": r.failed, "counts_text": " · ".join(f"{n} {s.value}" for s, n in sorted(r.counts.items(), key=lambda kv: kv[0].value))}
              for r in recipes]
-    fails = sorted((r for r in records if status_of(r).is_failure), key=lambda r: r["id"])
+    fails = sorted(({"id": r["id"], "status": r["status"], "triage": r.get("triage"), "detail": str(r.get("detail") or "")[:500]}
+                    for r in records if status_of(r).is_failure), key=lambda r: str(r["id"]))
     return render_page("dashboard.html.j2", js="dashboard.js", title="bti results", header=header,
                        versions={"torch": "?", "executorch": "?", **(header.get("versions") or {})},
-                       suites=", ".join(map(str, header.get("suites") or [])), recipes=cards, names=names, rows=rows, fails=fails,
+                       suites=", ".join(map(str, header.get("suites") or [])), recipes=cards, names=names,
+                       data=_matrix(records, names), fails=fails[:FAILURES_SHOWN], nfails=len(fails),
                        headline=headline(header, records, summaries))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,13 +148,14 @@ def _name(text: str) -> str:
     return safe.inline(text, 120) if any(c in text for c in "<>") else safe.code(text, 120)
 
 
-def _by_recipe(records: list[Record]) -> tuple[list[str], list[str], dict[str, dict[str, Cell]]]:
+def _by_recipe(records: Sequence[Record]) -> tuple[list[str], list[str], dict[str, dict[str, Cell]]]:
     """One run's records as columns by recipe: the recipes, then ``cells``' rows and table."""
-    recipes = sorted({str(r.get("recipe")) for r in records if is_model(r)})
-    return recipes, *cells([(r, "", [x for x in records if x.get("recipe") == r]) for r in recipes])
+    mine = [r for r in records if is_model(r)]  # one pass; a sweep of operators holds none of them
+    recipes = sorted({str(r.get("recipe")) for r in mine})
+    return recipes, *cells([(r, "", [x for x in mine if x.get("recipe") == r]) for r in recipes])
 
 
-def table_md(records: list[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
+def table_md(records: Sequence[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
     """The table, its legend, the pass counts and each recipe's setup notes (``models.md``'s body; the README's
     ``bti:models`` block)."""
     recipes, rows, table = _by_recipe(records)
@@ -169,11 +170,11 @@ def table_md(records: list[Record], info: dict[str, dict[str, Any]] | None = Non
     return "\n".join(out)
 
 
-def render_md(records: list[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
+def render_md(records: Sequence[Record], info: dict[str, dict[str, Any]] | None = None) -> str:
     return "\n".join(["# Models", "", "Per model and recipe.", "", table_md(records, info), ""])
 
 
-def render_csv(records: list[Record]) -> str:
+def render_csv(records: Sequence[Record]) -> str:
     recipes, rows, table = _by_recipe(records)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

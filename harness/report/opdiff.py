@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,7 @@ def _backend(rec: Record) -> dict[str, Any]:
             "diff_all": _diff_all(rec) if res[0]["status"] == "OK" else None}
 
 
-def render(header: dict[str, Any], records: list[Record]) -> str:
+def render(header: dict[str, Any], records: Sequence[Record]) -> str:
     """opdiff's run: a meta line, then an item per case (× axes, when a case has several)."""
     packages = dict(header.get("packages") or {})
     versions = dict(header.get("versions") or {})
@@ -133,13 +134,14 @@ def render(header: dict[str, Any], records: list[Record]) -> str:
                       "bti": {"run_id": header.get("run_id"), "recipes": sorted(header.get("recipes") or []),
                               "baseline": baseline_recipe or "eager"}}}
     lines = [json.dumps({"type": "meta", "meta": meta})]
-    groups: dict[str, list[Record]] = defaultdict(list)
+    groups: dict[str, list[int]] = defaultdict(list)  # positions, not records: a pass holds one record at a time
     axes_of: dict[str, set[str]] = defaultdict(set)
-    for rec in records:
+    for i, rec in enumerate(records):
         key = f"{rec['case']}{_axes(rec)}"
-        groups[key].append(rec)
+        groups[key].append(i)
         axes_of[rec["case"]].add(_axes(rec))
-    for key, recs in groups.items():
+    for key, where in groups.items():
+        recs = [records[i] for i in where]
         first = recs[0]
         yaml = by_stem.get(str(first.get("suite")), str(first.get("suite") or ""))
         item_id = first["case"] if len(axes_of[first["case"]]) == 1 else key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +73,7 @@ class RecipeSummary:
         return f"{counts}{': ' + self.detail if self.detail else ''}"
 
 
-def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, RecipeSummary]:
+def by_recipe(header: dict[str, Any], records: Iterable[Record]) -> dict[str, RecipeSummary]:
     out: dict[str, RecipeSummary] = {}
     raw = header.get("recipe_info")
     info: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -91,12 +92,12 @@ def by_recipe(header: dict[str, Any], records: list[Record]) -> dict[str, Recipe
     return out
 
 
-def unverified(header: dict[str, Any], records: list[Record]) -> list[RecipeSummary]:
+def unverified(header: dict[str, Any], records: Iterable[Record]) -> list[RecipeSummary]:
     """The recipes of a run that verified nothing (every item UNAVAILABLE, LOWERED, SKIP or BLOCKED, or none)."""
     return [s for s in by_recipe(header, records).values() if not s.verified]
 
 
-def headline(header: dict[str, Any], records: list[Record], summaries: dict[str, RecipeSummary] | None = None) -> str:
+def headline(header: dict[str, Any], records: Iterable[Record], summaries: dict[str, RecipeSummary] | None = None) -> str:
     """The one-line verdict every report leads with: unexpected failures; else what verified nothing (never a
     green mark); else all passed or expected. ``summaries``: ``by_recipe``'s, where the caller has them already."""
     fails = failures(records)
@@ -114,19 +115,19 @@ def headline(header: dict[str, Any], records: list[Record], summaries: dict[str,
     return "✅ all items passed or were expected"
 
 
-def failures(records: list[Record]) -> list[Record]:
+def failures(records: Iterable[Record]) -> list[Record]:
     """Unexpected outcomes, FLAKY included (it fails the run; reports also list it apart)."""
     return [r for r in records if status_of(r).is_failure]
 
 
-def flaky(records: list[Record]) -> list[Record]:
+def flaky(records: Iterable[Record]) -> list[Record]:
     return [r for r in records if status_of(r) is Status.FLAKY]
 
 
 TRIAGE_ORDER = TRIAGE  # the hints in the order reports list them
 
 
-def triage_counts(records: list[Record]) -> dict[str, Counter[str]]:
+def triage_counts(records: Iterable[Record]) -> dict[str, Counter[str]]:
     """Failures per triage hint, per recipe: {hint: Counter(recipe)} in ``TRIAGE_ORDER``."""
     out: dict[str, Counter[str]] = {}
     for rec in failures(records):
@@ -135,12 +136,12 @@ def triage_counts(records: list[Record]) -> dict[str, Counter[str]]:
     return {k: out[k] for k in (*TRIAGE_ORDER, "unknown") if k in out}
 
 
-def triage_line(records: list[Record]) -> str:
+def triage_line(records: Iterable[Record]) -> str:
     counts = triage_counts(records)
     return " · ".join(f"{sum(c.values())} {hint}" for hint, c in counts.items())
 
 
-def blocking_ops(records: list[Record]) -> list[tuple[str, int, list[str]]]:
+def blocking_ops(records: Iterable[Record]) -> list[tuple[str, int, list[str]]]:
     """Undelegated ops ranked by how many partitioned items they appear in: (op, items, recipes)."""
     items: Counter[str] = Counter()
     recipes: dict[str, set[str]] = defaultdict(set)
@@ -154,16 +155,19 @@ def blocking_ops(records: list[Record]) -> list[tuple[str, int, list[str]]]:
     return [(op, n, sorted(recipes[op])) for op, n in sorted(items.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def worst_sqnr(records: list[Record], limit: int = 10) -> list[tuple[float, Record]]:
+def worst_sqnr(records: Iterable[Record], limit: int = 10) -> list[tuple[float, Record]]:
     """Items with the lowest SQNR over their outputs (exact matches, SQNR = ∞, are left out)."""
-    scored = []
-    for rec in records:
-        raw = [as_float(o.get("sqnr_db")) for o in rec.get("outputs") or [] if o.get("sqnr_db") is not None]
-        vals = [v for v in raw if v is not None and not (math.isinf(v) and v > 0)]
-        if vals:
-            scored.append((min(vals), rec))
-    scored.sort(key=lambda t: (t[0] if not math.isnan(t[0]) else -math.inf, t[1]["id"]))
-    return scored[:limit]
+    import heapq
+
+    def scored() -> Iterator[tuple[float, Record]]:
+        for rec in records:
+            raw = [as_float(o.get("sqnr_db")) for o in rec.get("outputs") or [] if o.get("sqnr_db") is not None]
+            vals = [v for v in raw if v is not None and not (math.isinf(v) and v > 0)]
+            if vals:
+                yield min(vals), rec
+
+    # the lowest ``limit`` held, not every scored record
+    return heapq.nsmallest(limit, scored(), key=lambda t: (t[0] if not math.isnan(t[0]) else -math.inf, t[1]["id"]))
 
 
 def fmt_num(value: Any, digits: int = 3) -> str:
@@ -180,7 +184,7 @@ def fmt_num(value: Any, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
-def baseline_latency(records: list[Record]) -> dict[str, tuple[int, float, float]]:
+def baseline_latency(records: Iterable[Record]) -> dict[str, tuple[int, float, float]]:
     """Per recipe, against the baseline: (items, median and p90 of the per-item latency ratios)."""
     import numpy as np
 

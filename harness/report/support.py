@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from harness.report import safe
@@ -29,7 +30,7 @@ def _bucket(status: Status) -> str:
     return "skip"
 
 
-def table(records: list[Record]) -> dict[tuple[str, str], dict[str, Any]]:
+def table(records: Sequence[Record]) -> dict[tuple[str, str], dict[str, Any]]:
     """(op, recipe) → {dtype: {"state", "items", "first_failure", "detail"}}: a dtype fails if any of its items fails,
     else passes if any passes, else is expected to fail, else is skipped."""
     cells: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
@@ -48,7 +49,7 @@ def table(records: list[Record]) -> dict[tuple[str, str], dict[str, Any]]:
     return dict(cells)
 
 
-def render_csv(records: list[Record]) -> str:
+def render_csv(records: Sequence[Record]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["op", "recipe", "dtype", "state", "items", "first_failure", "detail"])
@@ -58,7 +59,7 @@ def render_csv(records: list[Record]) -> str:
     return buf.getvalue()
 
 
-def render_md(records: list[Record]) -> str:
+def render_md(records: Sequence[Record]) -> str:
     cells = table(records)
     recipes = sorted({r for _, r in cells})
     ops = sorted({o for o, _ in cells})

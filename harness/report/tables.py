@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ MARKERS = {"models": ("<!-- bti:models:begin -->", "<!-- bti:models:end -->"),
            "ops": ("<!-- bti:ops:begin -->", "<!-- bti:ops:end -->")}
 
 
-def _table(records: list[Record], head: str, key: Callable[[Record], str | None], cell: Callable[[list[Status]], str],
+def _table(records: Sequence[Record], head: str, key: Callable[[Record], str | None], cell: Callable[[list[Status]], str],
            empty: str, legend: str) -> str:
     """One row per ``key`` (records whose key is None are left out), one column per recipe; ``cell`` renders the
     statuses of a row's items on a recipe ("—" when it has none)."""
@@ -56,7 +56,7 @@ def _op_cell(sts: list[Status]) -> str:
     return f"{'✅' if full == len(ran) else '🟡' if passed else '❌'} {passed}/{len(ran)}"
 
 
-def models_table(records: list[Record], info: dict[str, Any] | None = None) -> str:
+def models_table(records: Sequence[Record], info: dict[str, Any] | None = None) -> str:
     """The model table of ``bti report --models`` (``harness.report.models``): outcomes with agreement with the CPU
     reference and latency relative to torch-cpu, and each recipe's setup notes."""
     from harness.report import models
@@ -64,7 +64,7 @@ def models_table(records: list[Record], info: dict[str, Any] | None = None) -> s
     return models.table_md(records, info)
 
 
-def ops_table(records: list[Record]) -> str:
+def ops_table(records: Sequence[Record]) -> str:
     return _table(records, "op", lambda r: str(r["op"]) if r.get("op") else None, _op_cell, "_No operator results._",
                   "✅ every item passed, delegated · 🟡 some passed or ran undelegated · ❌ none passed · —: not run (passed/items).")
 
@@ -79,7 +79,7 @@ def replace_between(text: str, begin: str, end: str, body: str) -> tuple[str, bo
     return text[: m.start()] + begin + nl + body.replace("\n", nl) + nl + end + text[m.end():], True
 
 
-def update_readme(path: Path, records: list[Record], info: dict[str, Any] | None = None) -> list[str]:
+def update_readme(path: Path, records: Sequence[Record], info: dict[str, Any] | None = None) -> list[str]:
     """Fill every marker pair ``path`` holds; returns the tables written. One line (exit 2) when the file
     cannot be read or holds no marker pair."""
     try:

@@ -1,0 +1,119 @@
+"""How ``bti report`` and ``bti merge`` scale with the number of records: a real run's records, replicated.
+
+    .venv/bin/python benchmarks/report_scale.py                       # out/results.jsonl (``make run``) × 2, 20, 180
+    .venv/bin/python benchmarks/report_scale.py --results R.jsonl --factors 1,10,100
+    .venv/bin/python benchmarks/report_scale.py --profile 20          # cProfile of the report at ×20, top 25
+
+Each factor writes a results file whose records are the real ones, each repeated with its case renamed
+(``case~j``), so ids stay unique and every field a report reads is a real one. Then, each in a fresh process:
+``bti report`` with every format plus ``--coverage --support --models``, and ``bti merge`` of the file cut into
+4 shards. Printed per size: records, wall time, peak RSS (the child's ``ru_maxrss``), and the time ratio to the
+size before, against the records' ratio: linear means the two ratios agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BTI = [sys.executable, "-m", "harness"]
+
+
+def replicate(src: Path, dst: Path, factor: int, shards: int = 0) -> int:
+    """Write ``factor`` copies of ``src``'s records into ``dst`` (or into ``shards`` files beside it)."""
+    lines = src.read_text(encoding="utf-8").splitlines()
+    header, recs = json.loads(lines[0]), [json.loads(x) for x in lines[1:] if x.strip()]
+    outs = [dst] if not shards else [dst.with_name(f"{dst.stem}.shard{i}.jsonl") for i in range(shards)]
+    handles = [p.open("w", encoding="utf-8") for p in outs]
+    n = 0
+    try:
+        for i, fh in enumerate(handles):
+            h = dict(header, shard=f"{i + 1}/{len(handles)}", run_id=f"{header.get('run_id', 'run')}-{i}") if shards else header
+            fh.write(json.dumps(h) + "\n")
+        for j in range(factor):
+            for rec in recs:
+                case = f"{rec['case']}~{j}" if j else rec["case"]
+                new = dict(rec, case=case, id=rec["id"].replace(rec["case"], case, 1))
+                handles[n % len(handles)].write(json.dumps(new) + "\n")
+                n += 1
+    finally:
+        for fh in handles:
+            fh.close()
+    return n
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (GB) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd[2:])}: exit {proc.returncode}: {err.strip()[-500:]}")
+    return wall, usage.ru_maxrss / 2**20
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=ROOT / "out" / "results.jsonl")
+    ap.add_argument("--factors", default="2,20,180")
+    ap.add_argument("--profile", type=int, default=0, help="profile the report at this factor instead")
+    args = ap.parse_args()
+    if not args.results.is_file():
+        raise SystemExit(f"{args.results}: no results; run `make run` first or pass --results")
+    tmp = Path(tempfile.mkdtemp(prefix="bti-report-scale-"))
+    try:
+        if args.profile:
+            profile(args.results, tmp, args.profile)
+            return
+        before: tuple[int, float, float] | None = None
+        print(f"{'records':>9} {'report s':>9} {'GB':>5} {'merge s':>8} {'GB':>5}  time ratio vs records ratio")
+        for factor in (int(f) for f in args.factors.split(",")):
+            jsonl = tmp / f"x{factor}.jsonl"
+            n = replicate(args.results, jsonl, factor)
+            replicate(args.results, tmp / f"m{factor}.jsonl", factor, shards=4)
+            rep, rep_gb = timed([*BTI, "report", str(jsonl), "-o", str(tmp / f"r{factor}"), "--coverage", "--support",
+                                 "--models", "--quiet", "--format", "junit,md,csv,badge,html,opdiff"])
+            shards = sorted(str(p) for p in tmp.glob(f"m{factor}.shard*.jsonl"))
+            mrg, mrg_gb = timed([*BTI, "merge", *shards, "-o", str(tmp / f"merged{factor}.jsonl")])
+            ratio = f"{rep / before[1]:.1f}× report, {mrg / before[2]:.1f}× merge vs {n / before[0]:.1f}×" if before else ""
+            print(f"{n:>9,} {rep:>9.1f} {rep_gb:>5.2f} {mrg:>8.1f} {mrg_gb:>5.2f}  {ratio}", flush=True)
+            before = (n, rep, mrg)
+            for p in tmp.iterdir():
+                if p.name.startswith(("m", "r")) and p.is_file():
+                    p.unlink()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def profile(src: Path, tmp: Path, factor: int) -> None:
+    import cProfile
+    import pstats
+
+    sys.path.insert(0, str(ROOT))
+    from harness.cli import cli
+
+    jsonl = tmp / "p.jsonl"
+    print(f"{replicate(src, jsonl, factor):,} records")
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        cli.main(["report", str(jsonl), "-o", str(tmp / "r"), "--coverage", "--support", "--models", "--quiet", "--format", "junit,md,csv,badge,html,opdiff"],
+                 standalone_mode=False)
+    finally:
+        prof.disable()
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
