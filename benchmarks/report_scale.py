@@ -68,6 +68,8 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=ROOT / "out" / "results.jsonl")
     ap.add_argument("--factors", default="2,20,180")
     ap.add_argument("--profile", type=int, default=0, help="profile the report at this factor instead")
+    ap.add_argument("--browser", action="store_true", help="also time the largest dashboard in headless Chromium: "
+                    "load, then the text and status filters and a page turn")
     args = ap.parse_args()
     if not args.results.is_file():
         raise SystemExit(f"{args.results}: no results; run `make run` first or pass --results")
@@ -89,11 +91,38 @@ def main() -> None:
             ratio = f"{rep / before[1]:.1f}× report, {mrg / before[2]:.1f}× merge vs {n / before[0]:.1f}×" if before else ""
             print(f"{n:>9,} {rep:>9.1f} {rep_gb:>5.2f} {mrg:>8.1f} {mrg_gb:>5.2f}  {ratio}", flush=True)
             before = (n, rep, mrg)
+            dash = tmp / f"r{factor}" / "dashboard.html"
+            print(f"{'':>9} dashboard {dash.stat().st_size / 2**20:.1f} MiB", flush=True)
+            if args.browser and factor == max(int(f) for f in args.factors.split(",")):
+                time_browser(dash, tmp / "profile")
             for p in tmp.iterdir():
                 if p.name.startswith(("m", "r")) and p.is_file():
                     p.unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def time_browser(page: Path, profile: Path) -> None:
+    """Headless Chromium (tests/cdp.py): the page's load to its first drawn page, then each interaction, ms."""
+    sys.path.insert(0, str(ROOT))
+    from tests.cdp import Browser
+
+    browser = Browser(profile)
+    try:
+        browser.goto(page.as_uri(), settle=0.0)  # the page's script runs before its load event
+        load = browser.eval("performance.getEntriesByType('navigation')[0].loadEventEnd")
+        steps = {"status=failing": "s.value='failing'; s.dispatchEvent(new Event('change'));",
+                 "text 'conv'": "q.value='conv'; q.dispatchEvent(new Event('input'));",
+                 "status=all, text ''": "s.value='all'; q.value=''; q.dispatchEvent(new Event('input'));",
+                 "next page": "document.getElementById('next').click();"}
+        print(f"{'':>9} browser: parsed, data read, first page drawn: load event at {load:.0f} ms", flush=True)
+        for name, js in steps.items():
+            ms = browser.eval("(function(){var s=document.getElementById('status'), q=document.getElementById('q');"
+                              f"var t=performance.now(); {js} return performance.now()-t;}})()")
+            shown = browser.eval("document.getElementById('shown').textContent")
+            print(f"{'':>9} browser: {name}: {ms:.0f} ms ({shown})", flush=True)
+    finally:
+        browser.close()
 
 
 def profile(src: Path, tmp: Path, factor: int) -> None:

@@ -19,7 +19,7 @@ import json
 import math
 import os
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, cast, overload
 
@@ -324,8 +324,9 @@ def _check_record(path: Path, lineno: int, obj: dict[str, Any]) -> None:
         raise ResultsError(f"{path}:{lineno}: result without an id (a string)")
 
 
-def read_results(path: Path) -> tuple[Header, list[Record]]:
-    """Read one results file; raises ``ResultsError`` on any unreadable line."""
+def read_results(path: Path, keep: Callable[[int, Record], Record] | None = None) -> tuple[Header, list[Record]]:
+    """Read one results file; raises ``ResultsError`` on any unreadable line. ``keep(lineno, record)``: what to hold of
+    each record (the portal holds a few fields of most, and reads the rest again with ``records_at``)."""
     header: Header | None = None
     records: list[Record] = []
     for lineno, obj in iter_lines(path):
@@ -333,10 +334,25 @@ def read_results(path: Path) -> tuple[Header, list[Record]]:
             header = _check_header(path, lineno, obj, header is not None or bool(records))
             continue
         _check_record(path, lineno, obj)
-        records.append(cast(Record, obj))
+        records.append(cast(Record, obj) if keep is None else keep(lineno, cast(Record, obj)))
     if header is None:
         raise ResultsError(f"{path}: no header line; not a bti results file")
     return header, records
+
+
+def records_at(path: Path, linenos: set[int]) -> Iterator[tuple[int, Record]]:
+    """The records on these lines of a results file that ``read_results`` read before, in file order; the other lines
+    are not parsed."""
+    import gzip
+
+    try:
+        handle: Any = gzip.open(path) if path.suffix == ".gz" else path.open("rb")  # noqa: SIM115
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read results: {exc.strerror}") from None
+    with handle:
+        for lineno, line in _lines(path, handle):
+            if lineno in linenos:
+                yield lineno, cast(Record, _loads(line))
 
 
 def repair_tail(path: Path) -> int:

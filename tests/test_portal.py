@@ -448,3 +448,30 @@ def test_history_keeps_a_copy_of_each_of_two_runs_sharing_an_id_and_a_time(tmp_p
     copies = sorted(p.name for p in (tmp_path / "hist").iterdir())
     assert len(copies) == 2 and copies[0] == "20261110T030000Z-same.jsonl.gz", copies
     assert len(load_runs([tmp_path / "hist"])) == 2
+
+
+def test_older_runs_are_held_as_their_history_fields_and_cells_read_whole(tmp_path: Path) -> None:
+    """Bounded memory (1.5 M records): every record of every run is held as the few fields the history reads and its
+    line; the cells' records, a stale one from an older run included, are read whole again, and so are history copies."""
+    from harness.cli import main
+    from harness.report.runs import HISTORY_KEEP, WHERE
+
+    _write(tmp_path / "runs" / "a.jsonl", _header("o10", 10), [
+        _rec("op.add.a", "xnnpack", "FAIL_RUN", detail="old day's detail", spec_hash="s1", stages={"lower": 0.2}),
+        _rec("op.mul.m", "xnnpack", "FAIL_RUN", detail="only on day 10", outputs=[{"name": "output[0]", "max_abs": 0.5}])])
+    _write(tmp_path / "runs" / "b.jsonl", _header("o12", 12), [_rec("op.add.a", "xnnpack", "PASS", detail="newest")])
+    runs = load_runs([tmp_path / "runs"])
+    held = [r for run in runs for r in run.records]
+    assert len(held) == 3 and all(set(r) <= {*HISTORY_KEEP, WHERE} and "detail" not in r for r in held)
+    assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "h")]) == 0
+    items = {}
+    for page in (tmp_path / "site" / "items").glob("*.html"):
+        items.update({v["row"]: v for v in _json_in(page)["items"].values()})
+    assert items["op.add.a[float32,static]"]["rec"]["detail"] == "newest"
+    stale = items["op.mul.m[float32,static]"]  # a cell from the older run: read whole from its file
+    assert stale["stale"] and stale["rec"]["detail"] == "only on day 10" and stale["rec"]["outputs"][0]["max_abs"] == 0.5
+    copies = sorted((tmp_path / "h").glob("*.jsonl.gz"))
+    day10 = [json.loads(x) for x in gzip.decompress(copies[0].read_bytes()).decode().splitlines()[1:]]
+    assert [(r["id"], r["detail"], r.get("stages")) for r in day10] == [
+        ("op.add.a[float32,static]@xnnpack", "old day's detail", {"lower": 0.2}),
+        ("op.mul.m[float32,static]@xnnpack", "only on day 10", None)]

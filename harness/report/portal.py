@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from harness.errors import UserError
 from harness.report import history as hist
 from harness.report import plots
-from harness.report.runs import Column, Run, columns, compact, load_runs, prune, slim_record
+from harness.report.runs import Column, Run, columns, compact, hydrate, load_runs, prune, slim_record
 from harness.report.safe import http_url
 from harness.report.templating import render
 from harness.results import Record, as_float, atomic_write_text, clean, status_of
@@ -172,6 +172,7 @@ class _Matrix:
         self.links: dict[tuple[Column, str], str] = {}
         self.chunks: dict[str, tuple[Column, list[tuple[str, Run, Record]]]] = {}
         self.newest = {col: hist.latest(rs) for col, rs in cols.items()}
+        hydrate(self.newest.values())  # the cells' records whole; the older ones stay the few fields the history reads
         self.nitems = sum(len(n) for n in self.newest.values())
         for col in cols:
             prefix = col.id

@@ -15,15 +15,17 @@ import gzip
 import hashlib
 import json
 import re
+import sys
 import zlib
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
 from harness.errors import UserError
-from harness.results import Header, Record, dumps, latest_by_id, read_results
+from harness.results import Header, Record, dumps, latest_by_id, read_results, records_at
 
 # A shard joins a run when the other shards share its signature and it started within this long of them.
 SHARD_WINDOW_S = 6 * 3600
@@ -31,6 +33,51 @@ SHARD_WINDOW_S = 6 * 3600
 COMPACT_KEEP = ("kind", "schema", "id", "case", "suite", "op", "tags", "recipe", "backend", "axes", "status", "detail",
                 "triage", "xfail", "partition", "outputs", "accuracy", "latency_ms", "load_ms", "pte_bytes", "stages",
                 "baseline", "runtime", "tolerance", "attempts", "duration_s")
+
+
+# What the portal holds of every record of every run: what the history reads (the status, a flip's recipe and case
+# spec, the column's device) and where the record is. The newest record of each item is read again whole (``hydrate``),
+# and a history copy is written from its file (``compact``): 1.5 M records are ~0.5 GB, not ~9 GB of dicts.
+HISTORY_KEEP = ("id", "recipe", "status", "spec_hash", "device")
+WHERE = "_line"  # a held record's (file, line number)
+
+
+def _held(source: str) -> Callable[[int, Record], Record]:
+    def keep(lineno: int, rec: Record) -> Record:
+        held: dict[str, Any] = {k: sys.intern(v) if isinstance(v, str) else v
+                                for k in HISTORY_KEEP if (v := rec.get(k)) is not None}
+        held[WHERE] = (source, lineno)
+        return cast(Record, held)
+    return keep
+
+
+def hydrate(tables: Iterable[dict[str, tuple[Run, Record]]]) -> None:
+    """Each held record in ``tables`` (row -> (run, record)) replaced by the whole record from its file, one pass over
+    each file, parsing only the lines wanted."""
+    wanted: dict[str, dict[int, list[tuple[dict[str, tuple[Run, Record]], str]]]] = defaultdict(lambda: defaultdict(list))
+    for table in tables:
+        for row, (_, rec) in table.items():
+            at = cast(dict[str, Any], rec).get(WHERE)
+            if at is not None:
+                wanted[at[0]][at[1]].append((table, row))
+    for source, lines in wanted.items():
+        for lineno, whole in records_at(Path(source), set(lines)):
+            for table, row in lines[lineno]:
+                table[row] = (table[row][0], whole)
+
+
+def whole_records(run: Run) -> Iterator[Record]:
+    """A run's records read again whole from its files, in file order (the held ones), then any record held whole."""
+    lines: dict[str, set[int]] = defaultdict(set)
+    for rec in run.records:
+        at = cast(dict[str, Any], rec).get(WHERE)
+        if at is None:
+            yield rec
+        else:
+            lines[at[0]].add(at[1])
+    for source, wanted in lines.items():
+        for _, rec in records_at(Path(source), wanted):
+            yield rec
 
 
 @dataclass
@@ -147,7 +194,7 @@ def load_runs(paths: list[Path]) -> list[Run]:
     runs: list[Run] = []
     seen: set[str] = set()
     open_shards: dict[str, list[tuple[Run, set[str]]]] = defaultdict(list)
-    loaded = [(f, clean_header(h), recs) for f in files for h, recs in [read_results(f)]]
+    loaded = [(f, clean_header(h), recs) for f in files for h, recs in [read_results(f, _held(sys.intern(str(f))))]]
     loaded.sort(key=lambda t: (parse_time(t[1].get("created")), str(t[0])))
     # a merged file and the shards it was merged from: the merged one stands for them
     merged = {str(m.get("run_id")) for _, h, _ in loaded if not h.get("shard")
@@ -272,7 +319,7 @@ def compact(run: Run, dest_dir: Path) -> Path:
     if path.exists():
         return path
     lines = [dumps(run.header)]
-    lines.extend(dumps(slim_record(rec, 2000)) for rec in run.records)
+    lines.extend(dumps(slim_record(rec, 2000)) for rec in whole_records(run))
     atomic_write_bytes(path, gzip.compress(("\n".join(lines) + "\n").encode("utf-8", "replace"), mtime=0))
     return path
 
