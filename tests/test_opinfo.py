@@ -130,3 +130,21 @@ def test_the_ci_sample_runs_and_the_support_table_says_what_passed(bti, tmp_path
 def test_listing_and_the_op_filter(inproc) -> None:
     res = inproc("list", "-s", "opinfo-ci", "--op", "add", "-r", "torch-cpu")
     assert res.code == 0 and res.out and all(line.startswith("opinfo.add.") for line in res.out.splitlines())
+
+
+def test_the_periodic_workflow_runs_opinfo_on_every_eager_device_recipe_for_the_portal() -> None:
+    """OpInfo on the schedule: the whole source, sharded, on every shipped eager-device recipe (the PrivateUse1 template
+    is copied, not run), and the portal job builds from its results too (the per-device support view)."""
+    import yaml
+
+    from tests.conftest import ROOT
+
+    jobs = yaml.safe_load((ROOT / ".github/workflows/periodic.yml").read_text())["jobs"]
+    job = jobs["opinfo"]["with"]
+    eager = {p.stem for p in (ROOT / "recipes").glob("*.yaml")
+             if yaml.safe_load(p.read_text()).get("backend") == "torch-eager"} - {"torch-privateuse1"}
+    assert job["suites"] == "opinfo" and set(job["recipes"].split(",")) == eager and int(job["shards"]) > 1
+    portal = jobs["portal"]
+    assert "opinfo" in portal["needs"]
+    build = next(s["run"] for s in portal["steps"] if s.get("name", "").startswith("Build the portal"))
+    assert "opinfo/results.jsonl" in build

@@ -475,3 +475,21 @@ def test_older_runs_are_held_as_their_history_fields_and_cells_read_whole(tmp_pa
     assert [(r["id"], r["detail"], r.get("stages")) for r in day10] == [
         ("op.add.a[float32,static]@xnnpack", "old day's detail", {"lower": 0.2}),
         ("op.mul.m[float32,static]@xnnpack", "only on day 10", None)]
+
+
+def test_support_page_is_op_by_device_with_the_first_failing_sample(site: Path) -> None:
+    """support.html: operator × column from the newest records (OpInfo's per-device view), the first failing sample
+    linked to its item page, text from the results escaped."""
+    page = (site / "support.html").read_text()
+    assert INJECTED not in page and "&lt;script&gt;" in page  # conv's detail, in the link's title
+    rows = dict(re.findall(r"<tr><td><code>([^<]+)</code></td>(.*?)</tr>", page, re.S))
+    assert set(rows) == {"aten::add.Tensor", "aten::convolution.default", "aten::flip.default"}  # ops only, no model
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", rows["aten::convolution.default"], re.S)
+    heads = re.findall(r'<th title="([^"]+)">', page)
+    conv = cells[heads.index(_key("xnnpack"))]
+    assert conv.startswith("❌ float32") and "first failure:" in conv
+    link = re.search(r'href="([^"]+)"', conv).group(1)
+    target, key = link.split("#")
+    assert _json_in(site / target)["items"][key]["row"] == "op.conv.b[float32,static]"
+    assert cells[heads.index(_key("portable"))].startswith("✅ float32")
+    assert '<a href="support.html">Operator support</a>' in (site / "index.html").read_text()

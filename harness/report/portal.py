@@ -252,6 +252,7 @@ def _write_site(out_dir: Path, m: _Matrix, common: dict[str, Any], pending: Call
         "portal/index.html.j2", js="portal.js", **common, columns=clean(m.col_meta), data=clean(data), svg=svg, overdue=overdue,
         ops=ops, models=models, fix_hours=int(hist.FIX_WITHIN.total_seconds() // 3600), nitems=m.nitems))
     _write_models(out_dir, m, common)
+    _write_support(out_dir, m, common)
     atomic_write_text(out_dir / "history.html", render(
         "portal/history.html.j2", **common, histories=[_history_view(c, h, m.links) for c, h in m.histories.items()], svg=svg))
 
@@ -274,6 +275,32 @@ def _write_models(out_dir: Path, m: _Matrix, common: dict[str, Any]) -> None:
     rows, cells = mod.cells(cols, lambda label, rec: links.get((label, str(rec.get("id"))), ""))
     meta = [c for c in m.col_meta if any(c["key"] in cells[r] for r in rows)]
     atomic_write_text(out_dir / "models.html", render("portal/models.html.j2", **common, rows=rows, cells=cells, columns=meta))
+
+
+def _write_support(out_dir: Path, m: _Matrix, common: dict[str, Any]) -> None:
+    """``support.html``: operator × column (a device's recipe on one machine and stack), the dtypes that pass, fail,
+    are expected to fail or are skipped, and the first failing sample, linked to its item's page (``bti report
+    --support``'s table, from the columns' newest records: an OpInfo sweep's per-device view)."""
+    from harness.report import support
+
+    ops: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    keys = []
+    for col, newest in m.newest.items():
+        recs = [rec for _, rec in newest.values() if rec.get("op")]
+        if not recs:
+            continue
+        keys.append(col.key)
+        for (op, _), dtypes in support.table(recs).items():
+            states = {state: sorted(d for d, c in dtypes.items() if c["state"] == state) for state in support.ORDER}
+            first = next((c for _, c in sorted(dtypes.items()) if c["first_failure"]), None)
+            link = m.links.get((col, str(first["first_failure"]).rsplit("@", 1)[0]), "") if first else ""
+            ops[op][col.key] = {"states": {s: d for s, d in states.items() if d}, "first": first, "link": link}
+    meta = [c for c in m.col_meta if c["key"] in keys]
+    atomic_write_text(out_dir / "support.html", render("portal/support.html.j2", **common, columns=meta,
+                                                       ops=sorted(ops.items()), marks=SUPPORT_MARKS))
+
+
+SUPPORT_MARKS = {"pass": "✅", "fail": "❌", "xfail": "⚠️", "skip": "⏭️"}
 
 
 def _plots(args: tuple[Any, ...]) -> dict[str, str | None]:
