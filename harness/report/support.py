@@ -36,16 +36,17 @@ def table(records: Sequence[Record]) -> dict[tuple[str, str], dict[str, Any]]:
     cells: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for rec in records:
         op = str(rec.get("op") or rec.get("case"))
-        dtype = str((rec.get("axes") or {}).get("dtype"))
+        axes = rec.get("axes")  # whatever a hostile file holds there: a mapping or nothing
+        dtype = str(axes.get("dtype") if isinstance(axes, dict) else None)
         cell = cells[(op, rec["recipe"])].setdefault(dtype, {"state": "skip", "items": 0, "first_failure": None, "detail": ""})
         cell["items"] += 1
         bucket = _bucket(Status(rec["status"]))
         if ORDER.index(bucket) < ORDER.index(cell["state"]):
             cell["state"] = bucket
         if bucket == "fail" and cell["first_failure"] is None:
-            cell["first_failure"], cell["detail"] = rec["id"], (rec.get("detail") or "")[:200]
+            cell["first_failure"], cell["detail"] = rec["id"], str(rec.get("detail") or "")[:200]
         elif cell["state"] == "skip" and bucket == "skip" and not cell["detail"]:
-            cell["detail"] = (rec.get("detail") or "")[:200]
+            cell["detail"] = str(rec.get("detail") or "")[:200]
     return dict(cells)
 
 
