@@ -201,16 +201,19 @@ def _loads(line: bytes) -> Any:
         return json.loads(line)
 
 
-def _raw_lines(path: Path) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
-    """Each non-blank line of a results file with its number and its object; ``.gz`` files (the portal's history)
-    are read through gzip."""
+def _open(path: Path) -> Any:
+    """A results file in binary; ``.gz`` files (the portal's history) through gzip."""
     import gzip
 
     try:
-        handle: Any = gzip.open(path) if path.suffix == ".gz" else path.open("rb")  # noqa: SIM115
+        return gzip.open(path) if path.suffix == ".gz" else path.open("rb")
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read results: {exc.strerror}") from None
-    with handle:
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+    """Each non-blank line of a results file with its number and its object."""
+    with _open(path) as handle:
         for lineno, line in _lines(path, handle):
             if not line.strip():
                 continue
@@ -343,13 +346,7 @@ def read_results(path: Path, keep: Callable[[int, Record], Record] | None = None
 def records_at(path: Path, linenos: set[int]) -> Iterator[tuple[int, Record]]:
     """The records on these lines of a results file that ``read_results`` read before, in file order; the other lines
     are not parsed."""
-    import gzip
-
-    try:
-        handle: Any = gzip.open(path) if path.suffix == ".gz" else path.open("rb")  # noqa: SIM115
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read results: {exc.strerror}") from None
-    with handle:
+    with _open(path) as handle:
         for lineno, line in _lines(path, handle):
             if lineno in linenos:
                 yield lineno, cast(Record, _loads(line))
