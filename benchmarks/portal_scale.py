@@ -8,8 +8,9 @@ Each run's counts are then checked against the site: every column's cells are it
 
 Prints the item count, the runs, the build time and the site's size (2 cores: one run of 50,000 items in 5.3 s,
 2026-11-24; 30 runs over two stacks in 43.9 s with a 1.14 GB peak under ``/usr/bin/time -f %M``, 2026-11-26, where it
-took 97.5 s and 7.0 GB before the portal held older records as their history fields: docs/portal.md). Synthetic records carry what real ones do (outputs, stages, latency, partition, baseline
-ratio, a detail), in the mix of statuses a sweep has.
+took 97.5 s and 7.0 GB before the portal held older records as their history fields: docs/portal.md). Synthetic
+records carry what real ones do (outputs, stages, latency, partition, baseline ratio, a detail), in the mix of
+statuses a sweep has.
 """
 
 from __future__ import annotations

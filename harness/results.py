@@ -198,7 +198,7 @@ def _loads(line: bytes) -> Any:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        return json.loads(line)
+        return json.loads(line.decode("utf-8"))  # UTF-8 only, as the text reader was (json.loads(bytes) guesses)
 
 
 def _open(path: Path) -> Any:
@@ -227,6 +227,8 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
                 ) from None
             except UnicodeDecodeError as exc:
                 raise ResultsError(f"{path}:{lineno}: cannot read results: {first_line(str(exc))}") from None
+            except RecursionError:
+                raise ResultsError(f"{path}:{lineno}: unreadable JSONL line (nested too deep)") from None
             if not isinstance(obj, dict) or obj.get("kind") not in ("header", "result"):
                 raise ResultsError(f"{path}:{lineno}: not a bti header or result line")
             yield lineno, line, obj
@@ -343,13 +345,16 @@ def read_results(path: Path, keep: Callable[[int, Record], Record] | None = None
     return header, records
 
 
-def records_at(path: Path, linenos: set[int]) -> Iterator[tuple[int, Record]]:
-    """The records on these lines of a results file that ``read_results`` read before, in file order; the other lines
-    are not parsed."""
+def records_at(path: Path, ids: dict[int, str]) -> Iterator[tuple[int, Record]]:
+    """The records on these lines (line number -> the id ``read_results`` read there) of a results file, again, in file
+    order; the other lines are not parsed. A line that holds another record now (the file changed) is an error."""
     with _open(path) as handle:
         for lineno, line in _lines(path, handle):
-            if lineno in linenos:
-                yield lineno, cast(Record, _loads(line))
+            if lineno in ids:
+                rec = _loads(line)
+                if not isinstance(rec, dict) or rec.get("id") != ids[lineno]:
+                    raise ResultsError(f"{path}:{lineno}: the file changed while it was read (this line held {ids[lineno]})")
+                yield lineno, cast(Record, rec)
 
 
 def repair_tail(path: Path) -> int:

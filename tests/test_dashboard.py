@@ -127,3 +127,21 @@ def test_dashboard_pages_a_large_run_and_bounds_its_size(bti, tmp_path: Path, mo
     parsed = _Rows()
     parsed.feed(dom)
     assert [str(r["data-key"]).split("[")[0] for r in parsed.rows] == [f"op.k{i:05d}.a" for i in range(2000, 2500, 10)]
+
+
+def test_a_hostile_triage_cannot_break_the_pages_json() -> None:
+    """A results file's NaN where a triage string goes (the JSONL reader accepts the token): the page's data stays
+    strict JSON, which the browser's JSON.parse reads."""
+    from harness.report import dashboard as dash
+
+    header = {"kind": "header", "schema": 1, "run_id": "h", "recipes": {"portable": "h"}}
+    recs = [_record("op.a.a[float32,static]@portable", "FAIL_RUN", "x", triage=float("nan")),
+            _record("op.b.b[float32,static]@portable", "FAIL_RUN", "x", triage={"a": [1]})]
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+
+    text = dash.render(header, recs)
+    start = text.index('id="data">') + len('id="data">')
+    data = json.loads(text[start:text.index("</script>", start)], parse_constant=refuse)
+    assert [r[1][0][2] for r in data["rows"]] == ["nan", "{'a': [1]}"]

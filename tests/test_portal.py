@@ -301,10 +301,12 @@ def test_hostile_headers_and_records_do_not_break_the_build(tmp_path: Path) -> N
                  baseline={"latency_ratio": "inf"}, accuracy=[1], xfail="y", attempts={"a": 1}),
             _rec("op.add.b", "xnnpack", "PASS", outputs=[None, {"max_abs": "nan", "sqnr_db": {}}], axes="x"),
             _rec("model.m", "xnnpack", "PASS", op=None, partition={"total_nodes": 1, "delegated_nodes": 10**400}),
-            _rec("model.x$\\foo{$", "xnnpack", "PASS", op=None, partition={"total_nodes": 2, "delegated_nodes": 1})]  # mathtext
+            _rec("model.x$\\foo{$", "xnnpack", "PASS", op=None, partition={"total_nodes": 2, "delegated_nodes": 1}),  # mathtext
+            {k: v for k, v in _rec("op.add.c", "xnnpack", "FAIL_RUN", detail=["no"]).items() if k != "recipe"}]  # support
     _write(tmp_path / "runs" / "h.jsonl", header, recs)
     assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "hist")]) == 0
-    assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 4
+    assert len(_json_in(tmp_path / "site" / "index.html")["rows"]) == 5
+    assert "op.add.c" in (tmp_path / "site" / "support.html").read_text()
 
 
 def test_a_flip_across_a_recipe_or_spec_change_is_not_flaky(tmp_path: Path) -> None:
@@ -493,3 +495,39 @@ def test_support_page_is_op_by_device_with_the_first_failing_sample(site: Path) 
     assert _json_in(site / target)["items"][key]["row"] == "op.conv.b[float32,static]"
     assert cells[heads.index(_key("portable"))].startswith("✅ float32")
     assert '<a href="support.html">Operator support</a>' in (site / "index.html").read_text()
+
+
+def test_a_column_whose_newest_run_is_pruned_from_the_history_still_builds(tmp_path: Path) -> None:
+    """The history directory is an input and the --keep-history directory: a column of a stack nothing runs any more has
+    its newest run past --history-days. Its cells are read whole from that copy before the copy is pruned."""
+    from harness.cli import main
+
+    hist = tmp_path / "history"
+    hist.mkdir()
+    old = [_header("old", 1, executorch="1.3.0"), _rec("op.add.a", "xnnpack", "FAIL_RUN", detail="from the old stack")]
+    old[0]["created"] = "2026-01-01T03:00:00+00:00"
+    (hist / "20260101T030000Z-old.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(x) + "\n" for x in old).encode()))
+    now = _write(tmp_path / "now.jsonl", _header("now", 21, executorch="1.5.0"), [_rec("op.add.a", "xnnpack", "PASS")])
+    assert main(["portal", str(hist), str(now), "-o", str(tmp_path / "site"), "--keep-history", str(hist)]) == 0
+    assert sorted(p.name for p in hist.iterdir()) == ["20261121T030000Z-now.jsonl.gz"]  # pruned, after the build
+    items = [v for page in (tmp_path / "site" / "items").glob("*.html") for v in _json_in(page)["items"].values()]
+    assert sorted(v["rec"]["detail"] for v in items) == ["", "from the old stack"]
+
+
+def test_support_results_feed_the_support_page_only(runs_dir: Path, tmp_path: Path) -> None:
+    """--support-results (the nightly OpInfo sweep): its operators and devices reach support.html, never the matrix,
+    the item pages or the history copies."""
+    from harness.cli import main
+
+    header = _header("oi", 15, recipes=("torch-cpu",))
+    half = {**_rec("opinfo.sin.s0", "torch-cpu", "FAIL_MISMATCH", op="opinfo:sin", axes={"dtype": "float16"},
+                   detail=INJECTED), "id": "opinfo.sin.s0[float16,static]@torch-cpu"}
+    sweep = _write(tmp_path / "opinfo" / "results.jsonl", header, [_rec("opinfo.sin.s0", "torch-cpu", "PASS", op="opinfo:sin"), half])
+    site, hist = tmp_path / "site", tmp_path / "hist"
+    assert main(["portal", str(runs_dir), "--support-results", str(sweep), "-o", str(site), "--keep-history", str(hist)]) == 0
+    page = (site / "support.html").read_text()
+    row = re.search(r"<tr><td><code>opinfo:sin</code></td>(.*?)</tr>", page, re.S).group(1)
+    assert "✅ float32" in row and "❌ float16" in row and "opinfo.sin.s0[float16,static]@torch-cpu" in row
+    assert INJECTED not in page and _key("torch-cpu") in page
+    assert "opinfo" not in (site / "index.html").read_text() and "oi" not in {
+        json.loads(gzip.decompress(p.read_bytes()).decode().splitlines()[0])["run_id"] for p in hist.glob("*.gz")}

@@ -121,6 +121,13 @@ def test_a_failing_report_writer_leaves_the_others(bti, tmp_path: Path) -> None:
     assert "passed=4" in (tmp_path / "gh").read_text()
     for name in ("junit.xml", "summary.md", "results.csv", "badge.json"):
         assert (out / name).exists(), name
+    # JUnit is written in a forked child beside the others: its failure is reported the same way, and its parts go
+    (out / "dashboard.html").rmdir()
+    (out / "junit.xml").unlink()
+    (out / "junit.xml").mkdir()
+    res = bti("report", str(out / "results.jsonl"), "-o", str(out))
+    one_line_error(res, "report writer(s) failed: junit: IsADirectoryError", "written: md, csv, badge.json")
+    assert not list(out.glob(".junit*"))
 
 
 def test_flaky_delegate_is_rerun_and_marked(bti, tmp_path: Path) -> None:

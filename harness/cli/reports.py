@@ -148,13 +148,17 @@ def compare_cmd(base: Path, head: Path, sqnr_drop: float, latency_ratio: float, 
 @click.option("--history-days", type=click.FloatRange(1), default=90, show_default=True,
               help="With --keep-history: drop copies of runs older than this (before the newest run).")
 @click.option("--title", default="bti portal", show_default=True)
-def portal(runs: tuple[Path, ...], out_dir: Path, keep_history: Path | None, history_days: float, title: str) -> None:
+@click.option("--support-results", "support", multiple=True, type=click.Path(path_type=Path),
+              help="Results (files or directories) for the operator support page only, not the matrix, item pages or "
+              "history: an OpInfo sweep's 134,567 items per recipe. Repeatable.")
+def portal(runs: tuple[Path, ...], out_dir: Path, keep_history: Path | None, history_days: float, title: str,
+           support: tuple[Path, ...]) -> None:
     """Build a static site from many results files or directories (shards, recipes, days): the accelerator ×
     model matrix, a page per item, history (pass rate, regressions, failure age against the 72-hour rule,
     flakiness) and plots. No server, no network: open site/index.html or publish it on GitHub Pages."""
     from harness.report.portal import build
 
-    site = build(list(runs), out_dir, keep_history, title, history_days)
+    site = build(list(runs), out_dir, keep_history, title, history_days, list(support))
     click.echo(f"portal\t{site.index} ({site.items} items, {site.runs} runs, {site.columns} columns, {site.seconds:.1f} s)")
 
 

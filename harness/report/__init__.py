@@ -24,20 +24,31 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line(str(exc)) or 'no message'}"
 
 
-def _forked(write: Callable[[], None]) -> Callable[[], str | None]:
+def _forked(write: Callable[[], None]) -> Callable[[], str | None] | None:
     """Start ``write()`` in a forked child (it shares the records read so far, copy-on-write); the callable returned
-    waits for it and gives its error, or None."""
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
+    waits for it and gives its error, or None. None when no child can be started: the caller writes in-process."""
+    try:
+        rfd, wfd = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
         os.close(rfd)
-        message = b""
+        os.close(wfd)
+        return None
+    if pid == 0:  # the child: never returns, whatever happens in it
+        code = 1
         try:
-            write()
-        except BaseException as exc:
-            message = _why(exc).encode("utf-8", "replace")
-        os.write(wfd, message)
-        os._exit(0)
+            os.close(rfd)
+            try:
+                write()
+                message, code = b"", 0
+            except BaseException as exc:  # reported to the parent as that writer's failure
+                message = _why(exc).encode("utf-8", "replace")
+            os.write(wfd, message)
+        finally:
+            os._exit(code)
     os.close(wfd)
 
     def wait() -> str | None:
@@ -46,7 +57,7 @@ def _forked(write: Callable[[], None]) -> Callable[[], str | None]:
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
             return f"its process was killed by signal {os.WTERMSIG(status)}"
-        return message or None
+        return message or (None if os.WEXITSTATUS(status) == 0 else "its process failed without a message")
     return wait
 
 
@@ -102,6 +113,7 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS
             paths["junit"] = out_dir / "junit.xml"
         else:
             failed.insert(0, f"junit: {error}")
+            junit.remove_partial(out_dir / "junit.xml")  # a child killed mid-write leaves its parts
     if failed:
         done = ", ".join(paths) or "none"
         raise ReportError(f"report writer(s) failed: {'; '.join(failed)} (written: {done}; the JSONL is intact)", paths)

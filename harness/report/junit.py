@@ -140,6 +140,13 @@ def write(header: dict[str, Any], records: Sequence[Record], path: Path) -> None
         tmp.replace(path)
 
 
+def remove_partial(path: Path) -> None:
+    """What ``write`` leaves beside ``path`` when its process is killed: the part files and the unfinished document."""
+    for left in path.parent.glob(".junit-*"):
+        shutil.rmtree(left, ignore_errors=True)
+    path.with_name(f".{path.name}.tmp").unlink(missing_ok=True)
+
+
 def _open_tag(tag: str, attrs: list[tuple[str, Any]]) -> bytes:
     elem = ET.Element(tag, {k: str(v) for k, v in attrs})
     return ET.tostring(elem, encoding="utf-8", xml_declaration=False).rsplit(b"/>", 1)[0] + b">\n"

@@ -104,13 +104,16 @@ def _worst_abs(rec: Record) -> float | None:
 
 
 def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, title: str = "bti portal",
-          history_days: float = 90.0) -> Site:
+          history_days: float = 90.0, support_inputs: list[Path] | None = None) -> Site:
+    """The site from ``inputs``; ``support_inputs`` (an OpInfo sweep's results) feed the operator support page only:
+    not the matrix, the item pages or the history."""
     t0 = time.perf_counter()
     runs = load_runs(inputs)
     if not runs:
         raise UserError("no runs in the inputs")
-    if keep_history is not None:
-        _keep_history(runs, keep_history, history_days)
+    support_only = {col: hist.latest(rs) for col, rs in columns(load_runs(support_inputs, support=True)).items()} \
+        if support_inputs else {}
+    prune_history = _keep_history(runs, keep_history, history_days) if keep_history is not None else None
     cols = columns(runs)
     now = max(r.created for r in runs)
     # each column's ages run to its own newest run: a stack nothing runs on any more does not age into "overdue"
@@ -127,23 +130,33 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
     common: dict[str, Any] = {"title": title, "generated": now.strftime("%Y-%m-%d %H:%M UTC"), "nruns": len(runs)}
     try:
         _write_site(out_dir, m, common, pending)
+        _write_support(out_dir, m, common, support_only)
     except OSError as exc:
         raise UserError(f"{out_dir}: cannot write the site: {exc.strerror} (the inputs are untouched)") from None
+    if prune_history is not None:  # last: the site's records were read from these files (an input may be a copy)
+        prune_history()
     return Site(out_dir / "index.html", m.nitems, len(runs), len(cols), time.perf_counter() - t0)
 
 
-def _keep_history(runs: list[Run], keep_history: Path, history_days: float) -> None:
-    """A compact copy of every input run in ``keep_history``; copies older than ``history_days`` dropped."""
+def _keep_history(runs: list[Run], keep_history: Path, history_days: float) -> Callable[[], None]:
+    """A compact copy of every input run in ``keep_history``; returns what drops the copies older than
+    ``history_days``, for after the site is built (a cell's record is read again from its file, which may be one)."""
     try:
         keep_history.mkdir(parents=True, exist_ok=True)
         before = set(keep_history.glob("*.jsonl.gz"))
         kept = {compact(run, keep_history) for run in runs} - before  # the copies this build wrote
-        # the cutoff never runs ahead of the wall clock (a runner with a skewed clock cannot wipe the history),
-        # and the copies this build wrote stay (a run without a date is not dropped the moment it is kept)
-        latest_run = min(max(r.created for r in runs), datetime.now(UTC))
-        prune(keep_history, latest_run - timedelta(days=history_days), keep=kept)
     except OSError as exc:
         raise UserError(f"{keep_history}: cannot write the history copies: {exc.strerror}") from None
+    # the cutoff never runs ahead of the wall clock (a runner with a skewed clock cannot wipe the history),
+    # and the copies this build wrote stay (a run without a date is not dropped the moment it is kept)
+    latest_run = min(max(r.created for r in runs), datetime.now(UTC))
+
+    def drop() -> None:
+        try:
+            prune(keep_history, latest_run - timedelta(days=history_days), keep=kept)
+        except OSError as exc:
+            raise UserError(f"{keep_history}: cannot prune the history copies: {exc.strerror}") from None
+    return drop
 
 
 def _recipe_info(runs: list[Run]) -> dict[str, dict[str, Any]]:
@@ -252,7 +265,6 @@ def _write_site(out_dir: Path, m: _Matrix, common: dict[str, Any], pending: Call
         "portal/index.html.j2", js="portal.js", **common, columns=clean(m.col_meta), data=clean(data), svg=svg, overdue=overdue,
         ops=ops, models=models, fix_hours=int(hist.FIX_WITHIN.total_seconds() // 3600), nitems=m.nitems))
     _write_models(out_dir, m, common)
-    _write_support(out_dir, m, common)
     atomic_write_text(out_dir / "history.html", render(
         "portal/history.html.j2", **common, histories=[_history_view(c, h, m.links) for c, h in m.histories.items()], svg=svg))
 
@@ -277,15 +289,18 @@ def _write_models(out_dir: Path, m: _Matrix, common: dict[str, Any]) -> None:
     atomic_write_text(out_dir / "models.html", render("portal/models.html.j2", **common, rows=rows, cells=cells, columns=meta))
 
 
-def _write_support(out_dir: Path, m: _Matrix, common: dict[str, Any]) -> None:
+def _write_support(out_dir: Path, m: _Matrix, common: dict[str, Any],
+                   more: dict[Column, dict[str, tuple[Run, Record]]]) -> None:
     """``support.html``: operator × column (a device's recipe on one machine and stack), the dtypes that pass, fail,
-    are expected to fail or are skipped, and the first failing sample, linked to its item's page (``bti report
-    --support``'s table, from the columns' newest records: an OpInfo sweep's per-device view)."""
+    are expected to fail or are skipped, and the first failing sample, linked to its item's page where it has one
+    (``bti report --support``'s table, from the columns' newest records and ``more``: an OpInfo sweep's per-device
+    view)."""
     from harness.report import support
 
     ops: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     keys = []
-    for col, newest in m.newest.items():
+    for col in sorted({*m.newest, *more}, key=lambda c: c.key):
+        newest = {**more.get(col, {}), **m.newest.get(col, {})}
         recs = [rec for _, rec in newest.values() if rec.get("op")]
         if not recs:
             continue
@@ -296,6 +311,8 @@ def _write_support(out_dir: Path, m: _Matrix, common: dict[str, Any]) -> None:
             link = m.links.get((col, str(first["first_failure"]).rsplit("@", 1)[0]), "") if first else ""
             ops[op][col.key] = {"states": {s: d for s, d in states.items() if d}, "first": first, "link": link}
     meta = [c for c in m.col_meta if c["key"] in keys]
+    meta += [{"key": c.key, "recipe": c.recipe, "machine": c.machine, "stack": c.stack}
+             for c in more if c.key in keys and c not in m.newest]
     atomic_write_text(out_dir / "support.html", render("portal/support.html.j2", **common, columns=meta,
                                                        ops=sorted(ops.items()), marks=SUPPORT_MARKS))
 

@@ -42,6 +42,10 @@ HISTORY_KEEP = ("id", "recipe", "status", "spec_hash", "device")
 WHERE = "_line"  # a held record's (file, line number)
 
 
+# What the operator support page reads of a record given with --support-results (never shown whole).
+SUPPORT_KEEP = ("id", "recipe", "status", "device", "op")
+
+
 def _held(source: str) -> Callable[[int, Record], Record]:
     def keep(lineno: int, rec: Record) -> Record:
         held: dict[str, Any] = {k: sys.intern(v) if isinstance(v, str) else v
@@ -51,30 +55,43 @@ def _held(source: str) -> Callable[[int, Record], Record]:
     return keep
 
 
+def _for_support(source: str) -> Callable[[int, Record], Record]:
+    def keep(lineno: int, rec: Record) -> Record:
+        held: dict[str, Any] = {k: sys.intern(v) if isinstance(v, str) else v
+                                for k in SUPPORT_KEEP if (v := rec.get(k)) is not None}
+        axes = rec.get("axes")
+        held["axes"] = {"dtype": sys.intern(str(axes.get("dtype")))} if isinstance(axes, dict) else {}
+        held["detail"] = str(rec.get("detail") or "")[:200]
+        return cast(Record, held)
+    return keep
+
+
 def hydrate(tables: Iterable[dict[str, tuple[Run, Record]]]) -> None:
     """Each held record in ``tables`` (row -> (run, record)) replaced by the whole record from its file, one pass over
     each file, parsing only the lines wanted."""
     wanted: dict[str, dict[int, list[tuple[dict[str, tuple[Run, Record]], str]]]] = defaultdict(lambda: defaultdict(list))
+    ids: dict[str, dict[int, str]] = defaultdict(dict)
     for table in tables:
         for row, (_, rec) in table.items():
             at = cast(dict[str, Any], rec).get(WHERE)
             if at is not None:
                 wanted[at[0]][at[1]].append((table, row))
+                ids[at[0]][at[1]] = rec["id"]
     for source, lines in wanted.items():
-        for lineno, whole in records_at(Path(source), set(lines)):
+        for lineno, whole in records_at(Path(source), ids[source]):
             for table, row in lines[lineno]:
                 table[row] = (table[row][0], whole)
 
 
 def whole_records(run: Run) -> Iterator[Record]:
     """A run's records read again whole from its files, in file order (the held ones), then any record held whole."""
-    lines: dict[str, set[int]] = defaultdict(set)
+    lines: dict[str, dict[int, str]] = defaultdict(dict)
     for rec in run.records:
         at = cast(dict[str, Any], rec).get(WHERE)
         if at is None:
             yield rec
         else:
-            lines[at[0]].add(at[1])
+            lines[at[0]][at[1]] = rec["id"]
     for source, wanted in lines.items():
         for _, rec in records_at(Path(source), wanted):
             yield rec
@@ -187,14 +204,16 @@ def _signature(h: Header) -> str:
                        shard.split("/")[-1], argv], sort_keys=True, default=str)
 
 
-def load_runs(paths: list[Path]) -> list[Run]:
+def load_runs(paths: list[Path], support: bool = False) -> list[Run]:
     """Every run in ``paths``, oldest first. Shards of one CI run are joined; the same run given twice
-    (a results file and its history copy) counts once."""
+    (a results file and its history copy) counts once. ``support``: each record held as what the operator support
+    page reads (``SUPPORT_KEEP``), never read again."""
     files = find_files(paths)
     runs: list[Run] = []
     seen: set[str] = set()
     open_shards: dict[str, list[tuple[Run, set[str]]]] = defaultdict(list)
-    loaded = [(f, clean_header(h), recs) for f in files for h, recs in [read_results(f, _held(sys.intern(str(f))))]]
+    hold = _for_support if support else _held
+    loaded = [(f, clean_header(h), recs) for f in files for h, recs in [read_results(f, hold(sys.intern(str(f))))]]
     loaded.sort(key=lambda t: (parse_time(t[1].get("created")), str(t[0])))
     # a merged file and the shards it was merged from: the merged one stands for them
     merged = {str(m.get("run_id")) for _, h, _ in loaded if not h.get("shard")

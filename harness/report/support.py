@@ -38,7 +38,7 @@ def table(records: Sequence[Record]) -> dict[tuple[str, str], dict[str, Any]]:
         op = str(rec.get("op") or rec.get("case"))
         axes = rec.get("axes")  # whatever a hostile file holds there: a mapping or nothing
         dtype = str(axes.get("dtype") if isinstance(axes, dict) else None)
-        cell = cells[(op, rec["recipe"])].setdefault(dtype, {"state": "skip", "items": 0, "first_failure": None, "detail": ""})
+        cell = cells[(op, str(rec.get("recipe")))].setdefault(dtype, {"state": "skip", "items": 0, "first_failure": None, "detail": ""})
         cell["items"] += 1
         bucket = _bucket(Status(rec["status"]))
         if ORDER.index(bucket) < ORDER.index(cell["state"]):

@@ -53,7 +53,7 @@ def merge(inputs: list[Path], out: Path) -> tuple[Header, Records]:
             raise ResultsError(f"{path}: recipes or recipe hashes differ from {inputs[0]}; shards must run the same recipes")
         headers.append(header)
         for rec, line in recs.strict_lines():
-            if rec in records and origin[rec] != n:
+            if rec in records and inputs[origin[rec]] != path:  # the same file given twice: its records once
                 raise ResultsError(f"{path}: item {rec} is also in {inputs[origin[rec]]}; shards must be disjoint")
             records[rec] = line
             origin[rec] = n
