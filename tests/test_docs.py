@@ -169,3 +169,21 @@ def test_the_default_tolerances_table_is_the_codes() -> None:
     assert DEFAULT_TOLERANCES["int"] == {"atol": 0.0, "rtol": 0.0} and "integers and `bool` exact (0)" in rows
     q = {**QUANTIZED_DEFAULTS, **DEFAULT_TOLERANCES["quantized"]}
     assert q["atol"] == q["rtol"] and f"`qtol: {q['qtol']:g}`, `atol`/`rtol` {e(q['atol'])}, `sqnr_db: {q['sqnr_db']:g}`" in rows
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    """docs/architecture.md's layout table ("The rooms") names every module of harness/: by its path, or by its file name
+    in the row of its directory (a package's __init__.py and __main__.py aside), so a module added without a room fails."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    rows = text.split("## The rooms", 1)[1].split("\n## ", 1)[0].splitlines()
+    missing = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        rel, name = str(path.relative_to(ROOT)), path.name
+        if name in ("__init__.py", "__main__.py") and "harness/report" not in rel and "harness/cli" not in rel:
+            continue
+        room = f"`{path.parent.relative_to(ROOT)}/" if path.parent != ROOT / "harness" else "`harness/"
+        named = any(f"`{rel}`" in row or (f"`{name}`" in row and room in row.split("|")[1]) for row in rows)
+        if not named:
+            missing.append(rel)
+    assert not missing, f"modules without a room in docs/architecture.md: {missing}"
+    assert re.search(r"\| `harness/report/` \|", text)
