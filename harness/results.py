@@ -300,10 +300,11 @@ def read_records(path: Path, latest: bool = False) -> tuple[Header, Records]:
             header = _check_header(path, lineno, obj, header is not None or bool(lines))
             continue
         _check_record(path, lineno, obj)
-        if latest and obj["id"] in where:
-            lines[where[obj["id"]]] = line
-            continue
-        where[obj["id"]] = len(lines)
+        if latest:
+            if obj["id"] in where:
+                lines[where[obj["id"]]] = line
+                continue
+            where[obj["id"]] = len(lines)
         lines.append(line)
     if header is None:
         raise ResultsError(f"{path}: no header line; not a bti results file")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from harness.report.summary import by_recipe, fmt_num, headline
 from harness.report.templating import render as render_page
@@ -102,10 +102,11 @@ def render(header: dict[str, Any], records: Sequence[Record]) -> str:
               "pass_rate": r.pass_rate, "pass_text": r.pass_text(),
               "failed": r.failed, "counts_text": " · ".join(f"{n} {s.value}" for s, n in sorted(r.counts.items(), key=lambda kv: kv[0].value))}
              for r in recipes]
-    fails = sorted(({"id": r["id"], "status": r["status"], "triage": r.get("triage"), "detail": str(r.get("detail") or "")[:500]}
-                    for r in records if status_of(r).is_failure), key=lambda r: str(r["id"]))
+    fails: list[Record] = sorted((cast(Record, {"id": r["id"], "status": r["status"], "triage": r.get("triage"),
+                                                "detail": str(r.get("detail") or "")[:500]})
+                                  for r in records if status_of(r).is_failure), key=lambda r: str(r["id"]))
     return render_page("dashboard.html.j2", js="dashboard.js", title="bti results", header=header,
                        versions={"torch": "?", "executorch": "?", **(header.get("versions") or {})},
                        suites=", ".join(map(str, header.get("suites") or [])), recipes=cards, names=names,
                        data=_matrix(records, names), fails=fails[:FAILURES_SHOWN], nfails=len(fails),
-                       headline=headline(header, records, summaries))
+                       headline=headline(header, fails, summaries))  # the failures are all it reads beside summaries

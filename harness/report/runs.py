@@ -46,10 +46,14 @@ WHERE = "_line"  # a held record's (file, line number)
 SUPPORT_KEEP = ("id", "recipe", "status", "device", "op")
 
 
+def _fields(rec: Record, keys: tuple[str, ...]) -> dict[str, Any]:
+    """``keys`` of ``rec``, strings interned: 30 runs of the same items share their ids, recipes and statuses."""
+    return {k: sys.intern(v) if isinstance(v, str) else v for k in keys if (v := rec.get(k)) is not None}
+
+
 def _held(source: str) -> Callable[[int, Record], Record]:
     def keep(lineno: int, rec: Record) -> Record:
-        held: dict[str, Any] = {k: sys.intern(v) if isinstance(v, str) else v
-                                for k in HISTORY_KEEP if (v := rec.get(k)) is not None}
+        held = _fields(rec, HISTORY_KEEP)
         held[WHERE] = (source, lineno)
         return cast(Record, held)
     return keep
@@ -57,8 +61,7 @@ def _held(source: str) -> Callable[[int, Record], Record]:
 
 def _for_support(source: str) -> Callable[[int, Record], Record]:
     def keep(lineno: int, rec: Record) -> Record:
-        held: dict[str, Any] = {k: sys.intern(v) if isinstance(v, str) else v
-                                for k in SUPPORT_KEEP if (v := rec.get(k)) is not None}
+        held = _fields(rec, SUPPORT_KEEP)
         axes = rec.get("axes")
         held["axes"] = {"dtype": sys.intern(str(axes.get("dtype")))} if isinstance(axes, dict) else {}
         held["detail"] = str(rec.get("detail") or "")[:200]

@@ -46,17 +46,17 @@ def merge(inputs: list[Path], out: Path) -> tuple[Header, Records]:
         raise ResultsError("bti merge needs at least one results file")
     headers: list[Header] = []
     records: dict[str, bytes] = {}
-    origin: dict[str, int] = {}
-    for n, path in enumerate(inputs):
+    origin: dict[str, Path] = {}
+    for path in inputs:
         header, recs = read_records(path)
         if headers and header.get("recipes") != headers[0].get("recipes"):
             raise ResultsError(f"{path}: recipes or recipe hashes differ from {inputs[0]}; shards must run the same recipes")
         headers.append(header)
         for rec, line in recs.strict_lines():
-            if rec in records and inputs[origin[rec]] != path:  # the same file given twice: its records once
-                raise ResultsError(f"{path}: item {rec} is also in {inputs[origin[rec]]}; shards must be disjoint")
+            if rec in records and origin[rec] != path:  # the same file given twice: its records once
+                raise ResultsError(f"{path}: item {rec} is also in {origin[rec]}; shards must be disjoint")
             records[rec] = line
-            origin[rec] = n
+            origin[rec] = path
     _check_shards(inputs, headers)
     first = headers[0]
     merged: Header = {**first, "shard": None}
