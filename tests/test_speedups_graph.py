@@ -1,11 +1,12 @@
-"""Speedups 7 (shared provenance), 8 (deferred GraphModule.recompile) and 9 (XNNPACK pattern guard) in harness/speedups.py:
-the same values and the same programs as torch's own code."""
+"""Speedups 7 (shared provenance), 8 (deferred GraphModule.recompile), 9 (XNNPACK pattern guard), 10 and 11 in
+harness/speedups/: the same values and the same programs as torch's own code, and ``disable`` gives torch's back."""
 
 from __future__ import annotations
 
 import copy
 import inspect
 import pickle
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,6 +16,11 @@ import torch.fx  # noqa: E402, F811  (the submodule, after the skip)
 from torch.fx.traceback import NodeSource, NodeSourceAction  # noqa: E402
 
 import harness.speedups as sp  # noqa: E402
+from harness.speedups import lazy_recompile as lazy_mod  # noqa: E402
+from harness.speedups import preservable_order, shared_provenance  # noqa: E402
+from harness.speedups import xnnpack_pattern_guard as guard  # noqa: E402
+from harness.speedups.base import Speedup  # noqa: E402
+from tests.speedup_on import OFF, speedup_on  # noqa: E402
 
 
 def _graph_module() -> torch.fx.GraphModule:
@@ -32,37 +38,42 @@ def _node_source(init: object, node: torch.fx.Node, *args: object) -> NodeSource
 
 
 def test_shared_provenance_equals_deep_copy() -> None:
-    if not sp.enable_shared_provenance():
-        pytest.skip("speedups are off here (BTI_NO_SPEEDUPS, or a stack they were not verified on)")
-    original = sp._NODE_SOURCE_ORIGINAL  # torch's constructor
+    speedup = sp.named("shared-provenance")
+    speedup.disable()
+    original = NodeSource.__init__  # torch's constructor
+    with speedup_on("shared-provenance"):
+        assert NodeSource.__init__ is shared_provenance.node_source_init
+        _check_shared_provenance(original)
+    assert NodeSource.__init__ is original  # disable puts torch's back
+
+
+def _check_shared_provenance(original: object) -> None:
     gm = _graph_module()
     a, b = list(gm.graph.nodes)[:2]
     root = _node_source(original, a, "p0", NodeSourceAction.CREATE)
     b.meta["from_node"] = [root, _node_source(original, a, "p1", [NodeSourceAction.REPLACE, NodeSourceAction.CREATE])]
     want = _node_source(original, b, "p2", NodeSourceAction.REPLACE)
-    got = _node_source(sp._node_source_init, b, "p2", NodeSourceAction.REPLACE)
+    got = _node_source(shared_provenance.node_source_init, b, "p2", NodeSourceAction.REPLACE)
     assert got.to_dict() == want.to_dict() and got == want and hash(got) == hash(want)
     assert got.from_node is not b.meta["from_node"]  # a list of its own: appending to the node's does not reach it
     b.meta["from_node"].append(root)
     assert len(got.from_node) == 2
     b.meta["from_node"] = ({"not": "a NodeSource"},)  # anything else is still deep-copied
-    odd = _node_source(sp._node_source_init, b, "p3")
+    odd = _node_source(shared_provenance.node_source_init, b, "p3")
     assert odd.from_node == b.meta["from_node"] and odd.from_node[0] is not b.meta["from_node"][0]
     with pytest.raises(AssertionError):
-        _node_source(sp._node_source_init, b, "p4", "CREATE")
+        _node_source(shared_provenance.node_source_init, b, "p4", "CREATE")
 
 
 @pytest.fixture
-def lazy() -> object:
-    if sp._disabled():
-        pytest.skip("speedups are off here (BTI_NO_SPEEDUPS, or a stack they were not verified on)")
-    assert sp.enable_lazy_recompile()
-    return sp
+def lazy() -> Iterator[Speedup]:
+    with speedup_on("lazy-recompile") as speedup:
+        yield speedup
 
 
 def test_deferred_recompile_gives_the_same_code_and_results(lazy: object) -> None:
     x, y = torch.randn(3), torch.randn(3)
-    with sp.lazy_recompile():
+    with lazy_mod.lazy_recompile():
         gm = _graph_module()
         assert "_code" not in gm.__dict__  # nothing generated yet
         for node in gm.graph.nodes:  # relu -> sigmoid
@@ -96,13 +107,13 @@ def test_a_graph_module_class_shared_by_instances_is_recompiled_at_once(lazy: ob
             return torch.nn.Module.__new__(cls)
 
     source = _graph_module()
-    with sp.lazy_recompile():
+    with lazy_mod.lazy_recompile():
         first, second = Shared(source, source.graph), Shared(source, copy.deepcopy(source.graph))
         assert type(first) is type(second) is Shared
         assert "_code" in first.__dict__ and "_code" in second.__dict__
 
 
-def test_deferred_recompile_lowers_to_the_same_program(lazy: object, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deferred_recompile_lowers_to_the_same_program(lazy: Speedup, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("executorch")
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
@@ -112,20 +123,20 @@ def test_deferred_recompile_lowers_to_the_same_program(lazy: object, monkeypatch
                                 torch.nn.Softmax(dim=-1)).eval()
     ep = torch.export.export(model, (torch.randn(1, 3, 6, 6),), strict=False)
 
-    real = sp._RECOMPILE_ORIGINAL
+    real = lazy_mod.SPEEDUP.original
     calls = [0]
 
     def counted(gm: object) -> object:
         calls[0] += 1
         return real(gm)
 
-    monkeypatch.setattr(sp, "_RECOMPILE_ORIGINAL", counted)
+    monkeypatch.setattr(lazy_mod.SPEEDUP, "original", counted)
 
     def pte(lazy_scope: bool) -> bytes:
         calls[0] = 0
         graph = copy.deepcopy(ep)
         if lazy_scope:
-            with sp.lazy_recompile():
+            with lazy_mod.lazy_recompile():
                 edge = to_edge_transform_and_lower(graph, partitioner=[XnnpackPartitioner()])
                 return bytes(edge.to_executorch().buffer)
         edge = to_edge_transform_and_lower(graph, partitioner=[XnnpackPartitioner()])
@@ -143,10 +154,10 @@ def _pattern_passes() -> list[tuple[type, object, tuple[str, ...]]]:
     import importlib
 
     out = []
-    for module_name, cls_name, attr, getter, _, ops in sp._XNNPACK_PATTERN_PASSES:
-        module = importlib.import_module(module_name)
-        patterns = getattr(getattr(module, attr), getter)()
-        out.append((getattr(module, cls_name), list(patterns), ops))
+    for p in guard.PASSES:
+        module = importlib.import_module(p.module)
+        patterns = getattr(getattr(module, p.patterns), p.getter)()
+        out.append((getattr(module, p.cls), list(patterns), p.ops))
     return out
 
 
@@ -155,7 +166,7 @@ def test_every_xnnpack_pattern_needs_the_ops_the_guard_requires() -> None:
 
     for cls, patterns, ops in _pattern_passes():
         assert patterns, cls
-        required = {sp._edge_op(o) for o in ops}
+        required = {guard.edge_op(o) for o in ops}
         for pattern in patterns:
             matcher = SubgraphMatcher(pattern.graph, ignore_literals=True)
             assert len(matcher.pattern_anchors) == 1, cls  # one anchor: no candidate for it, no match
@@ -168,19 +179,24 @@ def test_every_xnnpack_pattern_needs_the_ops_the_guard_requires() -> None:
                     todo.extend(node.all_input_nodes)
             targets = {n.target for n in seen if n.op == "call_function"}
             assert required <= targets, (cls.__name__, required - targets)
-            assert sp._may_match(pattern, tuple(required))  # a pattern could match itself
+            assert guard.may_match(pattern, tuple(required))  # a pattern could match itself
 
 
 def test_pattern_guard_lowers_to_the_same_programs(monkeypatch: pytest.MonkeyPatch) -> None:
     passes = _pattern_passes()  # builds the patterns, as the unguarded passes would
-    if not sp.enable_xnnpack_pattern_guard():
-        pytest.skip("speedups are off here (BTI_NO_SPEEDUPS, or a stack they were not verified on)")
+    plain_calls = {cls: cls.call for cls, _, _ in passes}
+    with speedup_on("xnnpack-pattern-guard"):
+        _check_pattern_guard(passes, monkeypatch)
+    assert {cls: cls.call for cls, _, _ in passes} == plain_calls  # disable puts XNNPACK's passes back
+
+
+def _check_pattern_guard(passes: list[tuple[type, object, tuple[str, ...]]], monkeypatch: pytest.MonkeyPatch) -> None:
     import executorch.version
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge, to_edge_transform_and_lower
 
     assert "xnnpack-pattern-guard" in sp.current_plan().active, executorch.version.__version__  # verified here
-    assert set(sp._PATTERN_GUARDS) == {cls for cls, _, _ in passes}
+    assert set(guard.SPEEDUP.guarded) == {cls for cls, _, _ in passes}
 
     class Attention(torch.nn.Module):
         def forward(self, q, k, v, mask):  # type: ignore[no-untyped-def]
@@ -201,27 +217,35 @@ def test_pattern_guard_lowers_to_the_same_programs(monkeypatch: pytest.MonkeyPat
     for model, example in cases:
         ep = torch.export.export(model, example, strict=False)
         edge_graph = to_edge(copy.deepcopy(ep)).exported_program().graph_module
-        may = [sp._may_match(edge_graph, tuple(sp._edge_op(o) for o in ops)) for _, _, ops in passes]
+        may = [guard.may_match(edge_graph, tuple(guard.edge_op(o) for o in ops)) for _, _, ops in passes]
         assert may == [isinstance(model, Attention), isinstance(model, Upsample)], (type(model).__name__, may)
         before = torch.get_rng_state()
         guarded = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()])
         # the patterns a guarded pass builds (the caches were cleared) leave the global RNG as it was
         assert torch.equal(before, torch.get_rng_state()), type(model).__name__
         with monkeypatch.context() as m:
-            for cls, original in sp._PATTERN_GUARDS.items():
+            for cls, original in guard.SPEEDUP.guarded.items():
                 m.setattr(cls, "call", original)
             plain = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()])
         assert bytes(guarded.to_executorch().buffer) == bytes(plain.to_executorch().buffer), type(model).__name__
 
 
 def test_preservable_cia_order_gives_torchs_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not sp.enable_preservable_order():
-        pytest.skip("speedups are off here (BTI_NO_SPEEDUPS, or a stack they were not verified on)")
     import torch._export.utils as teu
     from torch.export import exported_program as epm
 
-    assert epm._is_preservable_cia_op is sp._is_preservable_cia_op  # rebound where torch uses it
-    original = sp._PRESERVABLE_ORIGINAL
+    sp.named("preservable-order").disable()
+    original = teu._is_preservable_cia_op
+    with speedup_on("preservable-order"):
+        assert epm._is_preservable_cia_op is preservable_order.is_preservable_cia_op  # rebound where torch uses it
+        _check_preservable_order(original, monkeypatch)
+    assert epm._is_preservable_cia_op is teu._is_preservable_cia_op is original  # disable rebinds torch's
+
+
+def _check_preservable_order(original: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch._export.utils as teu
+    from torch.export import exported_program as epm
+
     lib = torch.library.Library("bti_speedup_test", "FRAGMENT")  # a custom op with a composite-implicit kernel
     lib.define("twice(Tensor x) -> Tensor")
     lib.impl("twice", lambda x: x * 2, "CompositeImplicitAutograd")
@@ -230,22 +254,32 @@ def test_preservable_cia_order_gives_torchs_answers(monkeypatch: pytest.MonkeyPa
     table[custom] = lambda x: x + x
     ops = [*table, *teu._collect_all_valid_cia_ops(), torch.ops.aten.add_.Tensor, torch.ops.aten.view.default,
            torch.ops.aten.linear.default]
-    answers = [sp._is_preservable_cia_op(op) for op in ops]
-    assert answers == [original(op) for op in ops]
-    assert any(answers) and not all(answers) and sp._is_preservable_cia_op(custom)
+    answers = [preservable_order.is_preservable_cia_op(op) for op in ops]
+    assert answers == [original(op) for op in ops]  # type: ignore[operator]
+    assert any(answers) and not all(answers) and preservable_order.is_preservable_cia_op(custom)
 
     def split() -> tuple[list[object], list[object], list[object]]:
         cia, rest = epm._split_decomp_table_to_cia_and_python_decomp(dict(table))
         return list(cia), list(cia.values()), list(rest)
 
     fast = split()
-    monkeypatch.setattr(epm, "_is_preservable_cia_op", original)
-    assert split() == fast  # the same ops, callables and order
+    with monkeypatch.context() as m:  # undone inside the speedup's block, not after its disable
+        m.setattr(epm, "_is_preservable_cia_op", original)
+        assert split() == fast  # the same ops, callables and order
 
 
 def test_philox_template_is_torchs_reset_outside_rng_functionalization(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not sp.enable_philox_template():
-        pytest.skip("speedups are off here (BTI_NO_SPEEDUPS, or a stack they were not verified on)")
+    from torch._decomp.decompositions_for_rng import PhiloxState
+
+    sp.named("philox-template").disable()
+    original = PhiloxState.reset
+    with speedup_on("philox-template"):
+        assert PhiloxState.reset is not original
+        _check_philox_template(original, monkeypatch)
+    assert PhiloxState.reset is original  # disable puts torch's back
+
+
+def _check_philox_template(original: object, monkeypatch: pytest.MonkeyPatch) -> None:
     from torch._decomp.decompositions_for_rng import PhiloxState
     from torch._functorch import config
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -256,7 +290,7 @@ def test_philox_template_is_torchs_reset_outside_rng_functionalization(monkeypat
 
     ours, theirs = state(), PhiloxState.__new__(PhiloxState)
     with FakeTensorMode():
-        sp._PHILOX_ORIGINAL(theirs)
+        original(theirs)  # type: ignore[operator]
     assert vars(ours).keys() == vars(theirs).keys()
     for name, value in vars(theirs).items():
         mine = vars(ours)[name]
@@ -274,14 +308,19 @@ def test_philox_template_is_torchs_reset_outside_rng_functionalization(monkeypat
     assert not config.functionalize_rng_ops
     ep = torch.export.export(Noisy(), (torch.randn(3, 4),), strict=False)
     fast = ep.run_decompositions().graph_module.code
-    monkeypatch.setattr(PhiloxState, "reset", sp._PHILOX_ORIGINAL)
-    assert ep.run_decompositions().graph_module.code == fast
+    with monkeypatch.context() as m:  # undone inside the speedup's block, not after its disable
+        m.setattr(PhiloxState, "reset", original)
+        assert ep.run_decompositions().graph_module.code == fast
 
 
 def test_patterns_are_prebuilt_for_model_runs() -> None:
     _pattern_passes()
-    if not sp.enable_xnnpack_pattern_guard() or not sp._PATTERN_GUARDS:
-        pytest.skip("speedup 9 is off here")
+    with speedup_on("xnnpack-pattern-guard"):
+        _check_prebuilt()
+
+
+def _check_prebuilt() -> None:
+    assert guard.SPEEDUP.guarded  # XNNPACK's passes are imported: the guard is installed
     from executorch.backends.xnnpack.partition.graphs import bilinear_2d, sdpa
 
     sdpa.get_graphs.cache_clear()
@@ -290,3 +329,33 @@ def test_patterns_are_prebuilt_for_model_runs() -> None:
     sp.prebuild_xnnpack_patterns()
     assert sdpa.get_graphs.cache_info().currsize == 1 and bilinear_2d._get_bilinear_2d_graphs.cache_info().currsize == 1
     assert torch.equal(before, torch.get_rng_state())
+
+
+def test_disable_puts_back_what_enable_replaced() -> None:
+    """Every speedup, enabled with everything it patches imported, then disabled: torch's, executorch's and torchao's
+    own objects are back; enabled again, each patch is in place again."""
+    pytest.importorskip("torchao.quantization.pt2e.observer")
+    import torchao.quantization.pt2e.utils  # noqa: F401  (speedup 5 patches it only once imported)
+
+    _pattern_passes()  # imports XNNPACK's passes (speedup 9)
+    before = {s.name: s.installed for s in sp.SPEEDUPS}
+    if not sp.enable_all():
+        pytest.skip(OFF)
+    try:
+        places = [(s.name, owner, attr) for s in sp.SPEEDUPS for owner, attr in s.patched]
+        assert {name for name, _, _ in places} == {s.name for s in sp.SPEEDUPS if s.allowed} - {"gc-policy"}
+        ours = [getattr(owner, attr) for _, owner, attr in places]
+        sp.disable_all()
+        assert not any(s.installed for s in sp.SPEEDUPS)
+        theirs = [getattr(owner, attr) for _, owner, attr in places]
+        changed = [name for (name, _, _), a, b in zip(places, ours, theirs, strict=True) if a is b]
+        assert not changed, changed
+        sp.enable_all()
+        again = [getattr(owner, attr) for _, owner, attr in places]
+        assert all(a is not b for a, b in zip(again, theirs, strict=True))
+        sp.disable_all()
+        assert [getattr(owner, attr) for _, owner, attr in places] == theirs
+    finally:
+        for s in sp.SPEEDUPS:
+            if before[s.name] and s.by_enable_all:
+                s.enable()

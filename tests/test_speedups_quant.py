@@ -1,19 +1,27 @@
-"""Speedups 5 and 6 (harness/speedups.py) compute exactly what torchao computes."""
+"""Speedups 5 and 6 (harness/speedups/) compute exactly what torchao computes."""
 
 from __future__ import annotations
 
 import pytest
+
+from tests.speedup_on import speedup_on
 
 torch = pytest.importorskip("torch")
 observer = pytest.importorskip("torchao.quantization.pt2e.observer")
 
 
 def test_histogram_search_matches_torchao() -> None:
-    import harness.speedups as sp
+    from harness.speedups import histogram_search
 
+    histogram_search.SPEEDUP.disable()
     original = observer.HistogramObserver._non_linear_param_search
-    original = sp._HIST_ORIGINAL or original
-    sp._HIST_ORIGINAL = original  # the fallback path of the fast version
+    with speedup_on("histogram-search"):
+        assert observer.HistogramObserver._non_linear_param_search is histogram_search.search
+        _check_search(original, histogram_search.search)
+    assert observer.HistogramObserver._non_linear_param_search is original
+
+
+def _check_search(original: object, search: object) -> None:
     g = torch.Generator().manual_seed(0)
     checked = 0
     for trial in range(60):
@@ -24,7 +32,7 @@ def test_histogram_search_matches_torchao() -> None:
         ob(x)
         if ob.min_val.item() == ob.max_val.item():
             continue
-        want, got = original(ob), sp._fast_non_linear_param_search(ob)
+        want, got = original(ob), search(ob)  # type: ignore[operator]
         assert torch.equal(want[0], got[0]) and torch.equal(want[1], got[1]), (trial, want, got)
         checked += 1
     assert checked > 40
@@ -32,12 +40,23 @@ def test_histogram_search_matches_torchao() -> None:
 
 def test_pattern_cache_returns_fresh_equal_graphs() -> None:
     pt2e_utils = pytest.importorskip("torchao.quantization.pt2e.utils")
+    from harness.speedups import pattern_cache
+
+    pattern_cache.SPEEDUP.disable()
+    original = pt2e_utils._get_aten_graph_module_for_pattern
+    with speedup_on("pattern-cache") as speedup:
+        cached = pt2e_utils._get_aten_graph_module_for_pattern
+        assert cached is not original and speedup.original is original  # type: ignore[attr-defined]
+        _check_cache(original, cached)
+    assert pt2e_utils._get_aten_graph_module_for_pattern is original
+
+
+def _check_cache(original: object, cached: object) -> None:
     import torch.nn.functional as F
     from torchao.quantization.pt2e import WrapperModule
 
-    import harness.speedups as sp
+    from harness.speedups import pattern_cache
 
-    sp._PATTERN_ORIGINAL = sp._PATTERN_ORIGINAL or pt2e_utils._get_aten_graph_module_for_pattern
     conv_fn = F.conv2d
 
     def make() -> object:
@@ -48,8 +67,8 @@ def test_pattern_cache_returns_fresh_equal_graphs() -> None:
         return WrapperModule(_conv_bn)
 
     inputs = (torch.randn(1, 1, 3, 3), torch.randn(1, 1, 1, 1), torch.randn(1))
-    want = sp._PATTERN_ORIGINAL(make(), inputs)
-    first, second = sp._cached_pattern_graph(make(), inputs), sp._cached_pattern_graph(make(), inputs)
+    want = original(make(), inputs)  # type: ignore[operator]
+    first, second = cached(make(), inputs), cached(make(), inputs)  # type: ignore[operator]
     assert first is not second and first.graph is not second.graph
     assert first.code == second.code == want.code
-    assert sp._pattern_key(make(), (object(),), False, {}) is None  # unhashable input kind: no memo
+    assert pattern_cache.pattern_key(make(), (object(),), False, {}) is None  # unhashable input kind: no memo

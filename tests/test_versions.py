@@ -220,11 +220,10 @@ def test_an_unverified_stack_patches_nothing() -> None:
     callable_before = torch._ops.Callable
     sp.configure(sp.plan(versions=_stack("2.15.0", "1.6.0", "0.19.0")))
     try:
-        if "typing-cache" not in before.active:
-            assert not sp.enable_typing_cache() and torch._ops.Callable is callable_before
-        for enable in (sp.enable_fast_override, sp.enable_preservable_order, sp.enable_philox_template,
-                       sp.enable_shared_provenance, sp.enable_lazy_recompile, sp.enable_xnnpack_pattern_guard):
-            assert enable() is False, enable.__name__
+        if not sp.named("typing-cache").installed:
+            assert not sp.named("typing-cache").enable() and torch._ops.Callable is callable_before
+        for s in sp.SPEEDUPS:
+            assert s.enable() is (s.verified_on is None), s.name
         assert sp.enable_all() == []
     finally:
         sp.configure(before)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from harness.backends import BaseBackend, Where, arm, check_keys
 from harness.errors import RecipeError
 from harness.providers import Loaded, PybindProvider, RunOptions
-from harness.speedups import lazy_recompile
+from harness.speedups.lazy_recompile import lazy_recompile
 from harness.status import Stage
 
 if TYPE_CHECKING:

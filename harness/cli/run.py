@@ -44,7 +44,7 @@ def _finite(value: float | None, name: str) -> float | None:
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Result cache (default: $BTI_CACHE_DIR or .bti-cache).")
 @click.option("--shard", help="Run shard i/n of the matrix (for a CI matrix); join with `bti merge`.")
 @click.option("--durations", type=click.Path(exists=True, path_type=Path), help="A previous results.jsonl to balance shards by duration.")
-@click.option("--no-speedups", is_flag=True, help="Disable the guarded export memoizations and GC schedule (see harness/speedups.py).")
+@click.option("--no-speedups", is_flag=True, help="Disable the guarded export memoizations and GC schedule (see harness/speedups/).")
 @click.option("--force-speedups", is_flag=True, help="Run the speedups even on a torch/executorch/torchao stack they were not verified on.")
 @click.option("--threads", type=click.IntRange(1), default=1, show_default=True, help="torch threads per worker.")
 @click.option("--max-items-per-worker", type=click.IntRange(1), default=400, show_default=True, help="Recycle a worker after this many items.")

@@ -371,7 +371,7 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
 
     warm_imports(list(recipes.values()), opts.settings.speedups)
     if opts.settings.speedups:
-        from harness.speedups import enable_gc_policy
+        from harness.speedups import gc_policy
         from harness.stages import warm_up
 
         warm_up([recipes[name] for name in dict.fromkeys(it.recipe for group in todo for it in group)])
@@ -381,7 +381,7 @@ def _run_pool(opts: RunOptions, recipes: dict[str, Recipe], run_id: str, todo: l
             from harness.speedups import prebuild_xnnpack_patterns
 
             prebuild_xnnpack_patterns()  # models: built once here, not in each worker (speedup 9)
-        enable_gc_policy()
+        gc_policy.SPEEDUP.enable()  # the heap frozen just before the workers fork
     cfg = PoolConfig(jobs=max(1, opts.jobs), timeout=opts.settings.item_timeout_s, run_id=run_id, threads=opts.threads,
                      max_items=opts.max_items, max_growth_mb=opts.max_growth_mb,
                      # absolute: a delegate that changes the worker's directory must not move the next item's files
