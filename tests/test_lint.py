@@ -61,3 +61,13 @@ def test_no_module_but_status_lists_statuses() -> None:
             if len(members) >= 2:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not found, found
+
+
+def test_every_package_of_harness_is_installed() -> None:
+    """A non-editable install (the composite action's, a vendor's ``pip install``) ships every package of harness/:
+    pyproject.toml lists each one, so a new package is not left out of the wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "harness").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
