@@ -4,6 +4,7 @@ source's cost."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -85,6 +86,40 @@ def test_builtin_sources_and_real_size_hf_suite() -> None:
     assert all(c.spec["task"] in ("lm", "classifier") and c.spec["check"] for c in full)  # each states its task and check
     bart = next(c for c in full if c.spec["model"] == "BartForConditionalGeneration")
     assert bart.spec["seq"] == 1024 and case_cost(bart) > 100 * case_cost(load_suites(["smoke"])[0])
+
+
+def test_hf_models_full_is_a_view_of_the_zoo_under_its_former_ids(capfd: pytest.CaptureFixture[str]) -> None:
+    """hf-models-full's cases are zoo rows under aliases: built and judged as the row they stand for."""
+    from harness.recipes import load_recipe
+    from harness.suites import case_judgement, zoo
+
+    full = {c.id: c for c in load_suites(["hf-models-full"])}
+    assert "aliases of the zoo's zoo.huggingface.<name> until 2027-06-01" in capfd.readouterr().err  # said once
+    rows = {c.id: c for c in zoo.zoo_cases()}
+    assert len(full) == 11
+    for alias, case in full.items():
+        row = rows[case.spec["zoo"]]
+        assert alias == f"model.{row.spec['model']}.full" and case.kind == row.kind == "zoo"
+        assert {k: v for k, v in case.spec.items() if k != "zoo"} == row.spec  # the zoo's spec, nothing of its own
+    fnet = zoo.zoo_cases(only=("zoo.huggingface.GoogleFnet",))[0]  # a row with known failures, seen through an alias
+    alias = dataclasses.replace(fnet, id="model.GoogleFnet.full", spec={**fnet.spec, "zoo": fnet.id})
+    recipe = load_recipe("xnnpack")
+    want = case_judgement(fnet, "float32", recipe)
+    assert want.rules and case_judgement(alias, "float32", recipe) == want
+
+
+@pytest.mark.slow
+def test_an_alias_builds_the_zoo_row() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from harness.suites import build_case
+
+    alias = next(c for c in load_suites(["hf-models-full"]) if c.spec["model"] == "ElectraForQuestionAnswering")
+    row = next(c for c in load_suites(["zoo"]) if c.id == alias.spec["zoo"])
+    a, b = build_case(alias, Axes("float32", "static"), 0), build_case(row, Axes("float32", "static"), 0)
+    assert all(torch.equal(x, y) for x, y in zip(a.example, b.example, strict=True))
+    sa, sb = a.module.state_dict(), b.module.state_dict()
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
 def test_harness_cases_is_torch_free() -> None:

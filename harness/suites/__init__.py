@@ -114,9 +114,9 @@ BUILTIN: tuple[BuiltinSource, ...] = (
                   "harness.suites.models:model_cases", {"model": "harness.builders.build_model:build_model"}, per_item=10.0, whole_models=True),
     BuiltinSource("hf-models", "tiny Hugging Face architectures from configs, seeded random weights", "harness.suites.hf_models:hf_cases",
                   {"hf": "harness.suites.hf_models:build_hf"}, per_item=10.0, requires=("transformers",), whole_models=True),
-    BuiltinSource("hf-models-full", "real-size Hugging Face models as PyTorch's dynamo benchmarks list them, from configs, "
-                  "seeded random weights (nothing downloaded)", "harness.suites.hf_full:hf_full_cases",
-                  {"hf-full": "harness.suites.hf_full:build_hf_full"}, per_item=120.0, requires=("transformers",), whole_models=True),
+    BuiltinSource("hf-models-full", "eleven real-size Hugging Face models of the zoo's list, under their former ids "
+                  "(model.<name>.full, aliases of zoo.huggingface.<name> until 2027-06-01)", "harness.suites.hf_full:hf_full_cases",
+                  {}, per_item=120.0, requires=("transformers",), whole_models=True),
     BuiltinSource("tv-models", "torchvision and timm models (optional packages)", "harness.suites.tv_models:tv_cases",
                   {"tv": "harness.suites.tv_models:build_tv"}, per_item=10.0, whole_models=True),
     BuiltinSource("zoo", "the model zoo: every row of dynamo's Hugging Face, timm and TorchBench lists, built offline "

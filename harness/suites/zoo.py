@@ -336,6 +336,8 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
         size = known.get(m.id, {})
         spec: dict[str, Any] = {"model": m.name, "list": m.list, "batch": 1, "list_batch": m.batch, "task": m.task, "code": code,
                                 "check": _check(m), "cost": _cost(m, size)}
+        if m.seq:
+            spec["seq"] = m.seq
         if m.unavailable:
             spec["unavailable"] = f"{m.name}: {m.unavailable}"
         else:
@@ -444,13 +446,24 @@ def _expected() -> tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...]:
     return tuple(out)
 
 
+def zoo_id(case: Case) -> str:
+    """The zoo row a case runs: its own id, or the row an alias stands for (``hf-models-full``'s ``spec["zoo"]``)."""
+    return str(case.spec.get("zoo", case.id))
+
+
+def _row(case: Case) -> ZooModel:
+    want = zoo_id(case)
+    return next(x for x in MODELS if x.id == want)
+
+
 def judge(case: Case, dtype: str, recipe: Any) -> Expectation:
-    """The known failures of ``case`` on ``recipe`` (by name and backend); the runner holds the item to them."""
+    """The known failures of ``case`` on ``recipe`` (by name and backend); the runner holds the item to them. An
+    alias is judged as the row it stands for."""
     import fnmatch
 
     rules = tuple(rule for recipes, backends, rule in _expected()
                   if any(fnmatch.fnmatchcase(recipe.name, r) for r in recipes) and (not backends or recipe.backend in backends)
-                  and any(fnmatch.fnmatchcase(f"{case.id}[{dtype},{shape}]", rule.match) for shape in ("static", "dynamic")))
+                  and any(fnmatch.fnmatchcase(f"{zoo_id(case)}[{dtype},{shape}]", rule.match) for shape in ("static", "dynamic")))
     return Expectation(rules=rules)
 
 
@@ -459,7 +472,7 @@ def build(case: Case, axes: Any, seed: int) -> Any:
 
     from harness.builders.build import Built
 
-    m = next(x for x in MODELS if x.id == case.id)
+    m = _row(case)
     torch.manual_seed(seed)
     model = _model(m).eval()
     g = torch.Generator().manual_seed(seed)
