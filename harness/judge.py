@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from harness.cases.case import Item
+    from harness.cases.contract import Built
     from harness.recipes import Recipe
 
 NOISE_K = 2.0  # the noise-floor multiplier: dynamo's RMSE multiplier for float32; with k >= 1 + rtol, every output
@@ -540,7 +541,7 @@ class Comparison:
 class Subject(Protocol):
     """What the judge reads of a (case, axes) group (``harness.stages.Group``)."""
 
-    built: Any
+    built: Built  # judged only once built
     ref: list[Any]
     case_tolerance: dict[str, Any]
     fp64_error: str
@@ -569,10 +570,10 @@ def tolerance(item: Item, recipe: Recipe, group: Subject) -> dict[str, Any]:
 
     tol: dict[str, Any] = dict(recipe.tolerance(item.axes.dtype))
     case_tol = dict(group.case_tolerance)
-    own = getattr(case_judgement(item.case, item.axes.dtype, recipe), "tolerance", None)
+    own = case_judgement(item.case, item.axes.dtype, recipe).tolerance
     for key, value in (own or {}).items():  # the case source's override (OpInfo's) widens, never narrows
         case_tol[key] = max(float(value), float(tol.get(key) or 0.0), float(case_tol.get(key) or 0.0))
-    if group.built is not None and getattr(group.built, "random_outputs", False):
+    if group.built is not None and group.built.random_outputs:
         case_tol["shape_only"] = True  # it draws random numbers: shapes and dtypes are the contract
     if not recipe.quantized:
         tol.update(case_tol)
@@ -717,7 +718,7 @@ def _model_checks(item: Item, recipe: Recipe, group: Subject, got: _Outputs, wan
                   deterministic: bool | None) -> Comparison:
     ok, message = result.ok, result.message
     accuracy: dict[str, Any] = dict(result.accuracy or {})
-    task = getattr(group.built, "task", None)
+    task = group.built.task
     if task and result.outputs and len(got.arrays) == len(want):
         accuracy.update(_agreement(task, got.arrays[0], want[0]))
         agree = accuracy.get("top1_agreement", accuracy.get("next_token_agreement"))

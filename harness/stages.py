@@ -105,7 +105,7 @@ class Group:
     def __init__(self, item: Item, prebuilt: Any = None, tolerance: dict[str, Any] | None = None) -> None:
         from harness.suites import build_case
 
-        self.built: Any = None
+        self.built: Any = None  # a Built once built (harness.cases.contract)
         self.ref: list[Any] = []
         self.ep: Any = None
         self.ref_mutates = False  # the eager module itself writes into its inputs
@@ -592,7 +592,7 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
             why = f"baseline {baseline_recipe} gave no outputs to compare with: {status.value}: {detail}"[:1000]
             rec = decide(item, recipe, Outcome(fixed=Status.BLOCKED, fixed_detail=why), run_id, attempt, control_recipe)
         else:
-            judged_pair = getattr(group.built, "pair_judged", True)  # opdiff's pairs compare their sides, never a baseline
+            judged_pair = group.built is None or group.built.pair_judged  # a pair whose sides are each judged has no baseline
             rec, outs, median = run_item(item, recipe, group, run_id, bundle_dir, control, control_recipe, attempt,
                                          refs=baseline if item.recipe != baseline_recipe and judged_pair else None)
             if item.recipe == baseline_recipe:

@@ -280,8 +280,8 @@ def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
     from harness.suites import case_judgement
 
     judgement = case_judgement(item.case, item.axes.dtype, recipe)
-    rules = [r for r in getattr(judgement, "rules", ()) if r.applies(item.group, item.case.suite)]  # the zoo's known failures
-    why = getattr(judgement, "xfail", None)
+    rules = [r for r in judgement.rules if r.applies(item.group, item.case.suite)]  # the zoo's known failures
+    why = judgement.xfail
     return [*rules, *([Rule(match=item.group, reason=why, statuses=DEVICE_FAILURES)] if why else [])]
 
 

@@ -20,31 +20,31 @@ from harness.suites import BUILTIN, case_cost, load_suites, sources
 
 VENDOR = '''
 from harness.cases.case import Case
+from harness.cases.contract import BaseCaseSource, Built, Judgement
 
 
-class VendorModels:
+class VendorModels(BaseCaseSource):  # the defaults: requires (), no warm discovery, no prefetch, cost 1
     name = "vendor-models"
     description = "a vendor's own model list"
     kinds = ("vendor",)
-    requires = ()
-    warm_discovery = False
     whole_models = True
 
-    def prefetch(self):
-        pass
-
     def discover(self):
-        return [Case(id="model.vendor_mlp.v1", suite=self.name, kind="vendor", spec={"hidden": 8}, op=None,
-                     tags=("vendor",), source="vendor_pkg")]
+        return [Case(id=f"model.vendor_mlp.{v}", suite=self.name, kind="vendor", spec={"hidden": h}, op=None,
+                     tags=("vendor",), source="vendor_pkg") for v, h in (("v1", 8), ("wide", 128))]
 
     def build(self, case, axes, seed):
         import torch
-        from harness.builders.build import Built
 
         torch.manual_seed(seed)
         module = torch.nn.Sequential(torch.nn.Linear(4, case.spec["hidden"]), torch.nn.ReLU()).eval()
         x = (torch.randn(2, 4, generator=torch.Generator().manual_seed(seed)),)
         return Built(module, x, x, None)
+
+    def judge(self, case, dtype, recipe):  # the source's own word on an item, without touching bti's core
+        if case.spec["hidden"] > 64 and recipe.backend != "vendor":
+            return Judgement(skip="the wide MLP needs the vendor's NPU memory (vendor_pkg)")
+        return None
 
     def cost(self, case):
         return 42.0
@@ -53,6 +53,22 @@ class VendorModels:
 class Clash(VendorModels):
     name = "clash"
     kinds = ("op",)
+
+
+class NoJudge:  # written before judge() was part of the Protocol
+    name, description, kinds, requires, warm_discovery, whole_models = "no-judge", "", ("nj",), (), False, False
+
+    def prefetch(self):
+        pass
+
+    def discover(self):
+        return []
+
+    def build(self, case, axes, seed):
+        raise NotImplementedError
+
+    def cost(self, case):
+        return 1.0
 '''
 
 
@@ -143,12 +159,14 @@ def test_vendor_source_through_an_entry_point(tmp_path: Path) -> None:
     root = _dist(tmp_path / "site", "vendor-models = vendor_pkg.bti:VendorModels")
     listed = _bti(root, "list", "-s", "vendor-models", "-r", "portable")
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.split() == ["model.vendor_mlp.v1[float32,static]@portable"]
+    assert listed.stdout.split() == ["model.vendor_mlp.v1[float32,static]@portable", "model.vendor_mlp.wide[float32,static]@portable"]
     out = tmp_path / "out"
     run = _bti(root, "run", "-s", "vendor-models", "-r", "portable", "-o", str(out), "-j", "1", "--no-reuse", "--no-report")
     assert run.returncode == 0, run.stderr
-    rec = json.loads((out / "results.jsonl").read_text().splitlines()[1])
-    assert rec["status"] == "PASS" and rec["suite"] == "vendor-models"  # built in the worker by the vendor's build()
+    recs = {r["case"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines()[1:])}
+    v1, wide = recs["model.vendor_mlp.v1"], recs["model.vendor_mlp.wide"]
+    assert v1["status"] == "PASS" and v1["suite"] == "vendor-models"  # built in the worker by the vendor's build()
+    assert wide["status"] == "SKIP" and "needs the vendor's NPU memory" in wide["detail"]  # the vendor's judge()
 
 
 def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
@@ -156,6 +174,10 @@ def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
     res = _bti(root, "list", "-s", "ops")
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
         "bti: error: case source entry point clash (vendor_pkg.bti:Clash): kind(s) op already built by ops"]
+    root = _dist(tmp_path / "c", "no-judge = vendor_pkg.bti:NoJudge")
+    res = _bti(root, "list", "-s", "ops")
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+    assert "not a CaseSource" in res.stderr and "judge()" in res.stderr and "BaseCaseSource" in res.stderr
     root = _dist(tmp_path / "b", textwrap.dedent("broken = vendor_pkg.nothere:X"))
     res = _bti(root, "list", "-s", "ops")
     assert res.returncode == 2 and res.stderr.startswith("bti: error: case source broken (vendor_pkg.nothere:X): cannot load: ")

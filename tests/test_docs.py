@@ -187,3 +187,49 @@ def test_the_architecture_page_names_every_module() -> None:
             missing.append(rel)
     assert not missing, f"modules without a room in docs/architecture.md: {missing}"
     assert re.search(r"\| `harness/report/` \|", text)
+
+
+def test_reports_never_list_statuses() -> None:
+    """docs/architecture.md: "A report asks status.did_not_run or status.group, never a list of statuses". No module of
+    harness/report/ writes a tuple, list or set of two or more statuses; a table keyed by statuses names every one."""
+    import ast
+
+    from harness.status import Status
+
+    names = {s.value for s in Status}
+
+    def status_of(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and node.value in names:
+            return str(node.value)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Status" and node.attr in names:
+            return node.attr
+        return None
+
+    found = []
+    for path in sorted((ROOT / "harness" / "report").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                listed = [s for s in map(status_of, node.elts) if s]
+                if len(listed) >= 2:
+                    found.append(f"{path.name}:{node.lineno}: {listed}")
+            elif isinstance(node, ast.Dict):
+                keys = {s for s in map(status_of, [k for k in node.keys if k is not None]) if s}
+                if keys and keys != names:
+                    found.append(f"{path.name}:{node.lineno}: a table of {len(keys)} of {len(names)} statuses")
+    assert not found, found
+
+
+def test_the_pipeline_reads_what_sources_declare() -> None:
+    """docs/architecture.md: the pipeline, the verdict, the judge and the runner read a case source's ``Built`` and
+    ``Judgement`` (and the source itself) by their declared fields, never by ``getattr`` with a default."""
+    import ast
+
+    probed = []
+    for rel in ("harness/stages.py", "harness/verdict.py", "harness/judge.py", "harness/suites/__init__.py",
+                *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "harness" / "runner").glob("*.py")))):
+        for node in ast.walk(ast.parse((ROOT / rel).read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+                subject = ast.unparse(node.args[0]) if node.args else ""
+                if any(word in subject for word in ("built", "judgement", "src", "source")):
+                    probed.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    assert not probed, probed

@@ -336,7 +336,7 @@ class ExecuTorchBackend(BaseBackend):
 def _tiny_program() -> tuple[Any, Any]:
     import torch
 
-    from harness.builders.build import Built
+    from harness.cases.contract import Built
 
     torch.set_num_threads(1)
     with torch.random.fork_rng(devices=[]):

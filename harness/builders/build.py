@@ -7,35 +7,17 @@ contiguous), so the backend sees the permute/transpose/slice it has to handle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from harness.cases.case import Axes, Case
+from harness.cases.contract import Built as Built  # re-exported: where builders (a vendor's too) have always found it
 from harness.cases.ops import resolve_op
 
 
 def torch_dtype(name: str) -> torch.dtype:
     return getattr(torch, name)  # type: ignore[no-any-return]
-
-
-@dataclass
-class Built:
-    module: torch.nn.Module
-    example: tuple[Any, ...]  # export-time inputs
-    run: tuple[Any, ...]  # runtime inputs (a different shape on the dynamic axis)
-    dynamic_shapes: Any  # for torch.export.export(module, ...), or None
-    flat_dynamic_shapes: Any = None  # one spec per flat input (re-exporting an unlifted GraphModule)
-    ref_dtype: str | None = None  # upcast reference dtype
-    task: str | None = None  # "classifier" | "lm" (model-level accuracy)
-    pair_b: Any = None  # a pair case: b's built case, fed a's inputs
-    pair_judged: bool = True  # a pair's a is judged against b's outputs (else against its own reference; the a-b diff is a figure)
-    random_outputs: bool = False  # the module draws random numbers: only shapes and dtypes can be compared
-    more_runs: tuple[tuple[Any, ...], ...] = ()  # further input sets, each run once and compared (opdiff's sampled inputs)
-    # the case source's own float64 reference of the run inputs (OpInfo's NumPy ``op.ref``), used before the module in
-    # float64 (harness.judge): ``fp64_ref(*inputs) -> list of outputs``
-    fp64_ref: Any = None
 
 
 class OpModule(torch.nn.Module):

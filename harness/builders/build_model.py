@@ -6,8 +6,9 @@ from typing import Any
 
 import torch
 
-from harness.builders.build import Built, generate, torch_dtype
+from harness.builders.build import generate, torch_dtype
 from harness.cases.case import Axes, Case
+from harness.cases.contract import Built
 
 
 def build_model(case: Case, axes: Axes, seed: int) -> Built:

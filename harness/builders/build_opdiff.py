@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
-from harness.builders.build import _SLOT, Built, torch_dtype  # the one slot sentinel: copy_module keeps it through deepcopy
+from harness.builders.build import _SLOT, torch_dtype  # the one slot sentinel: copy_module keeps it through deepcopy
 from harness.cases.case import Axes, Case
+from harness.cases.contract import Built
 from harness.errors import SpecError
 
 

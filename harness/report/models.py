@@ -164,7 +164,7 @@ def table_md(records: Sequence[Record], info: dict[str, dict[str, Any]] | None =
     out = ["| model | " + " | ".join(_name(r) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
     for row in rows:
         out.append(f"| {_name(row)} | " + " | ".join(c.text if (c := table[row].get(r)) else "—" for r in recipes) + " |")
-    passed = {r: sum(table[row][r].status in ("PASS", "PASS_UNDELEGATED") for row in rows if r in table[row]) for r in recipes}
+    passed = {r: sum(Status(table[row][r].status).is_pass for row in rows if r in table[row]) for r in recipes}
     out += ["", LEGEND, "", "Passed: " + " · ".join(f"{_name(r)} {passed[r]}/{len(rows)}" for r in recipes), "",
             "Setup:", "", *setup_notes(info or {}, recipes)]
     return "\n".join(out)

@@ -265,8 +265,7 @@ def _source_skip(item: Item, recipe: Recipe) -> str | None:
     """The case source's own SKIP for this item (OpInfo: a dtype not listed for the device type, a skip decorator)."""
     from harness.suites import case_judgement
 
-    judgement = case_judgement(item.case, item.axes.dtype, recipe)
-    return getattr(judgement, "skip", None)
+    return case_judgement(item.case, item.axes.dtype, recipe).skip
 
 
 def _settle(item: Item, recipe: Recipe, unavailable: dict[str, str | None], cache: ResultCache | None,

@@ -23,43 +23,15 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from harness.cases.case import Axes, Case
+from harness.cases.contract import Built, CaseSource, Judgement
 from harness.errors import UserError
 
 HERE = Path(__file__).parent
 DEFAULT_SUITES = ("ops", "models")
 ENTRY_POINT_GROUP = "bti.case_sources"
-
-
-@runtime_checkable
-class CaseSource(Protocol):
-    @property
-    def name(self) -> str: ...  # the suite name given to `bti run -s`
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def kinds(self) -> tuple[str, ...]: ...  # the Case.kind values this source builds
-
-    @property
-    def requires(self) -> tuple[str, ...]: ...  # importable modules it needs
-
-    @property
-    def warm_discovery(self) -> bool: ...  # discovery imports torch and executorch: `bti run` warms the parent first
-
-    @property
-    def whole_models(self) -> bool: ...  # its cases are whole models: model-level accuracy (dynamo's rule, top-1, determinism)
-
-    def prefetch(self) -> None: ...  # start discovery in the background if it can (`bti run` calls it before its warm-up)
-
-    def discover(self) -> list[Case]: ...
-
-    def build(self, case: Case, axes: Axes, seed: int) -> Any: ...
-
-    def cost(self, case: Case) -> float: ...
 
 
 def _resolve(ref: str) -> Callable[..., Any]:
@@ -88,7 +60,7 @@ class BuiltinSource:
         if self.prefetch_ref:
             _resolve(self.prefetch_ref)()
 
-    def judge(self, case: Case, dtype: str, recipe: Any) -> Any:
+    def judge(self, case: Case, dtype: str, recipe: Any) -> Judgement | None:
         return _resolve(self.judge_ref)(case, dtype, recipe) if self.judge_ref else None
 
     @property
@@ -98,8 +70,9 @@ class BuiltinSource:
     def discover(self) -> list[Case]:
         return list(_resolve(self.discover_ref)(*self.discover_args))
 
-    def build(self, case: Case, axes: Axes, seed: int) -> Any:
-        return _resolve(self.build_refs[case.kind])(case, axes, seed)
+    def build(self, case: Case, axes: Axes, seed: int) -> Built:
+        built: Built = _resolve(self.build_refs[case.kind])(case, axes, seed)
+        return built
 
     def cost(self, case: Case) -> float:
         return float(case.spec.get("cost", self.per_item)) if isinstance(case.spec, dict) else self.per_item
@@ -191,7 +164,8 @@ def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = Non
     what = where or repr(src)
     if not isinstance(src, CaseSource):
         raise UserError(f"case source {what}: not a CaseSource (needs name, description, kinds, requires, "
-                        "warm_discovery, whole_models, prefetch(), discover(), build(), cost())")
+                        "warm_discovery, whole_models, prefetch(), discover(), build(), judge(), cost(); "
+                        "harness.cases.contract.BaseCaseSource has the defaults)")
     if src.name in reg:
         raise UserError(f"case source {what}: the suite name {src.name!r} is taken")
     taken = {k: s.name for s in reg.values() for k in s.kinds}
@@ -220,20 +194,19 @@ def is_model_kind(kind: str) -> bool:
         return False
 
 
-def build_case(case: Case, axes: Axes, seed: int) -> Any:
+def build_case(case: Case, axes: Axes, seed: int) -> Built:
     """Worker side: the case's module, inputs and reference setup, from the source that owns its kind."""
     return source_for_kind(case.kind).build(case, axes, seed)
 
 
-def case_judgement(case: Case, dtype: str, recipe: Any) -> Any:
-    """The case source's own word on one item (``judge``: skip, expected failure, tolerance), or None. Sources
-    without one (most) say nothing."""
+def case_judgement(case: Case, dtype: str, recipe: Any) -> Judgement:
+    """The case source's own word on one item (``judge``: skip, expected failure, tolerance, known failures); an empty
+    ``Judgement`` when it says nothing (most do not)."""
     try:
         src = source_for_kind(case.kind)
     except UserError:
-        return None
-    judge = getattr(src, "judge", None)
-    return judge(case, dtype, recipe) if judge is not None else None
+        return Judgement()
+    return src.judge(case, dtype, recipe) or Judgement()
 
 
 def case_cost(case: Case) -> float:

@@ -93,7 +93,7 @@ MODELS: tuple[HFModel, ...] = (
 def build_hf(case: Case, axes: Any, seed: int) -> Any:
     import torch
 
-    from harness.builders.build import Built
+    from harness.cases.contract import Built
 
     try:
         transformers = importlib.import_module("transformers")

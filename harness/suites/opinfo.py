@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from harness.cases.case import Case
+from harness.cases.contract import Judgement
 
 SUITE = "opinfo"
 SKIP_DTYPES = ("complex32",)  # experimental in torch ("BComplex32 support is experimental")
@@ -122,12 +122,6 @@ def discover_ci() -> list[Case]:
 
 # --- decisions for one device type -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Judgement:
-    skip: str | None = None  # SKIP, with OpInfo's reason and where it says so
-    xfail: str | None = None  # an expected failure: its source
-    tolerance: dict[str, float] | None = None  # OpInfo's override for this dtype (atol, rtol)
-
 
 def _source(op: Any, info: Any, what: str) -> str:
     where = ".".join(x for x in (info.cls_name, info.test_name) if x) or "every test"
@@ -209,7 +203,7 @@ def build(case: Case, axes: Any, seed: int) -> Any:
     """The sample's op as a module whose inputs are the sample's tensors (nested ones flattened), on the CPU."""
     import torch.utils._pytree as pytree
 
-    from harness.builders.build import Built
+    from harness.cases.contract import Built
 
     op = entries()[(case.spec["opinfo"], case.spec["variant"])]
     n = case.spec["sample"]

@@ -36,7 +36,7 @@ def build_tv(case: Case, axes: Any, seed: int) -> Any:
 
     import torch
 
-    from harness.builders.build import Built
+    from harness.cases.contract import Built
 
     _, _, ctor, kwargs, size = next(m for m in MODELS if m[0] == case.spec["model"])
     module_name, _, attr = ctor.rpartition(".")

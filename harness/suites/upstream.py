@@ -217,7 +217,7 @@ def upstream_cases() -> list[Case]:
 
 
 def build_upstream(case: Case, axes: Any, seed: int) -> Any:
-    from harness.builders.build import Built
+    from harness.cases.contract import Built
 
     spec = case.spec
     if spec.get("broken"):

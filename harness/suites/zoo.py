@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cases.case import Case
+from harness.cases.contract import Judgement
 
 HERE = Path(__file__).parent
 SIZES = HERE / "zoo_sizes.json"
@@ -421,14 +422,6 @@ def measure_sizes(models: tuple[ZooModel, ...] = MODELS) -> dict[str, dict[str, 
 EXPECTED = HERE / "zoo_expected.yaml"
 
 
-@dataclass(frozen=True)
-class Expectation:
-    """The zoo's word on one item: its known failures on the item's recipe (``zoo_expected.yaml``)."""
-
-    rules: tuple[Any, ...] = ()
-    skip: str | None = None
-    xfail: str | None = None
-
 
 @functools.cache
 def _expected() -> tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...]:
@@ -456,7 +449,7 @@ def _row(case: Case) -> ZooModel:
     return next(x for x in MODELS if x.id == want)
 
 
-def judge(case: Case, dtype: str, recipe: Any) -> Expectation:
+def judge(case: Case, dtype: str, recipe: Any) -> Judgement:
     """The known failures of ``case`` on ``recipe`` (by name and backend); the runner holds the item to them. An
     alias is judged as the row it stands for."""
     import fnmatch
@@ -464,13 +457,13 @@ def judge(case: Case, dtype: str, recipe: Any) -> Expectation:
     rules = tuple(rule for recipes, backends, rule in _expected()
                   if any(fnmatch.fnmatchcase(recipe.name, r) for r in recipes) and (not backends or recipe.backend in backends)
                   and any(fnmatch.fnmatchcase(f"{zoo_id(case)}[{dtype},{shape}]", rule.match) for shape in ("static", "dynamic")))
-    return Expectation(rules=rules)
+    return Judgement(rules=rules)
 
 
 def build(case: Case, axes: Any, seed: int) -> Any:
     import torch
 
-    from harness.builders.build import Built
+    from harness.cases.contract import Built
 
     m = _row(case)
     torch.manual_seed(seed)

@@ -1,0 +1,104 @@
+"""The contract between a case source and the rest of bti (torch-free): the ``CaseSource`` Protocol, what a source
+builds for one item (``Built``) and what it says of one item (``Judgement``).
+
+Everything the pipeline, the verdict and the runner read of a source goes through these three; they name no
+source. A source's own kinds of data travel as generic fields: a pair (``pair_b``: another built case, fed the
+same inputs), further input sets (``more_runs``), the source's own float64 reference (``fp64_ref``), its known
+failures (``Judgement.rules``). ``BaseCaseSource`` gives every optional member its default, so a source (a vendor's
+too, through the ``bti.case_sources`` entry points) writes only what it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from harness.cases.case import Axes, Case
+
+
+@dataclass
+class Built:
+    """One case × axes, built in a worker: the module, its inputs, and how it is to be judged."""
+
+    module: Any  # a torch.nn.Module
+    example: tuple[Any, ...]  # export-time inputs
+    run: tuple[Any, ...]  # runtime inputs (a different shape on the dynamic axis)
+    dynamic_shapes: Any  # for torch.export.export(module, ...), or None
+    flat_dynamic_shapes: Any = None  # one spec per flat input (re-exporting an unlifted GraphModule)
+    ref_dtype: str | None = None  # upcast reference dtype
+    task: str | None = None  # "classifier" | "lm" (model-level accuracy)
+    pair_b: Built | None = None  # a pair case: b's built case, fed a's inputs
+    pair_judged: bool = True  # a pair's a is judged against b's outputs (else against its own reference; the a-b diff is a figure)
+    random_outputs: bool = False  # the module draws random numbers: only shapes and dtypes can be compared
+    more_runs: tuple[tuple[Any, ...], ...] = ()  # further input sets, each run once and compared (sampled inputs)
+    # the case source's own float64 reference of the run inputs (OpInfo's NumPy ``op.ref``), used before the module in
+    # float64 (harness.judge): ``fp64_ref(*inputs) -> list of outputs``
+    fp64_ref: Callable[..., Any] | None = None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A case source's own word on one item (case, dtype, recipe): all optional."""
+
+    skip: str | None = None  # SKIP, with the reason and where the source says so
+    xfail: str | None = None  # an expected failure of any failing status: where the source says so
+    tolerance: Mapping[str, float] | None = None  # the source's own tolerance for this dtype (atol, rtol)
+    rules: tuple[Any, ...] = ()  # known failures as recipe xfail rules (harness.recipes), each with status and message
+
+
+@runtime_checkable
+class CaseSource(Protocol):
+    @property
+    def name(self) -> str: ...  # the suite name given to `bti run -s`
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def kinds(self) -> tuple[str, ...]: ...  # the Case.kind values this source builds
+
+    @property
+    def requires(self) -> tuple[str, ...]: ...  # importable modules it needs
+
+    @property
+    def warm_discovery(self) -> bool: ...  # discovery imports torch and executorch: `bti run` warms the parent first
+
+    @property
+    def whole_models(self) -> bool: ...  # its cases are whole models: model-level accuracy (dynamo's rule, top-1, determinism)
+
+    def prefetch(self) -> None: ...  # start discovery in the background if it can (`bti run` calls it before its warm-up)
+
+    def discover(self) -> list[Case]: ...
+
+    def build(self, case: Case, axes: Axes, seed: int) -> Built: ...  # worker side
+
+    def judge(self, case: Case, dtype: str, recipe: Any) -> Judgement | None: ...  # parent and worker side
+
+    def cost(self, case: Case) -> float: ...  # estimated seconds per item
+
+
+class BaseCaseSource:
+    """Defaults for every member of ``CaseSource`` but ``name``, ``discover`` and ``build``."""
+
+    name: str = ""
+    description: str = ""
+    kinds: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    warm_discovery: bool = False
+    whole_models: bool = False
+
+    def prefetch(self) -> None:
+        return None
+
+    def discover(self) -> list[Case]:
+        raise NotImplementedError
+
+    def build(self, case: Case, axes: Axes, seed: int) -> Built:
+        raise NotImplementedError
+
+    def judge(self, case: Case, dtype: str, recipe: Any) -> Judgement | None:
+        return None
+
+    def cost(self, case: Case) -> float:
+        return 1.0
