@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
-import importlib
 import json
 import sys
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from typing import Any
 
 from harness.cases.case import Case
 from harness.cases.contract import Judgement
+from harness.suites.zoo_builders import BUILDERS, vocab
 
 HERE = Path(__file__).parent
 SIZES = HERE / "zoo_sizes.json"
@@ -294,8 +294,6 @@ MODELS: tuple[ZooModel, ...] = (
     *TORCHBENCH_LIST,
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
-REQUIRES = {"hf": ["transformers"], "timm": ["timm"], "tv": ["torchvision"], "tv-detection": ["torchvision"], "pyg": ["torch_geometric"]}
-GRAPH = (1000, 10000)  # nodes, edges of the random graph the GNN rows run on
 ESTIMATE_CAP = 600.0  # seconds: the default item timeout
 
 
@@ -342,7 +340,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
         if m.unavailable:
             spec["unavailable"] = f"{m.name}: {m.unavailable}"
         else:
-            spec["requires"] = REQUIRES[m.builder]
+            spec["requires"] = list(BUILDERS[m.builder].requires)
         if size.get("params"):
             spec["params"] = int(size["params"])
             params, outputs = float(size["params"]), float(size.get("outputs", 0))
@@ -369,39 +367,6 @@ def list_cases(name: str) -> list[Case]:
 # ---------------------------------------------------------------- worker side
 
 
-def _model(m: ZooModel) -> Any:
-    if m.builder == "hf":
-        transformers = importlib.import_module("transformers")
-        cls = getattr(transformers, m.target)
-        config = cls.config_class(**m.config)
-        for key, value in (("use_cache", False), ("_attn_implementation", "eager")):
-            if hasattr(config, key):
-                setattr(config, key, value)
-        return cls(config)
-    if m.builder == "timm":
-        return importlib.import_module("timm").create_model(m.target, pretrained=False, **m.config)
-    module, _, attr = m.target.rpartition(".")
-    return getattr(importlib.import_module(module), attr)(**m.config)
-
-
-def _vocab(config: Any) -> int:
-    """The vocabulary size of a text model's config (a multimodal config keeps it in its ``text_config``)."""
-    return int(getattr(getattr(config, "text_config", None) or config, "vocab_size", 30000))
-
-
-def _input_size(m: ZooModel, model: Any) -> list[int]:
-    if m.builder == "timm":  # dynamo evaluates at the test size (resolve_data_config(use_test_size=not training))
-        cfg = model.pretrained_cfg
-        return [int(x) for x in cfg.get("test_input_size") or cfg.get("input_size") or (3, 224, 224)]
-    if m.builder in ("tv", "tv-detection"):
-        return [3, 224, 224]
-    if m.inputs == "audio":
-        return [int(model.config.num_mel_bins), 2 * int(model.config.max_source_positions)]
-    if m.inputs == "graph":
-        return [GRAPH[0], int(m.config["in_channels"])]
-    return [m.seq]
-
-
 def measure_sizes(models: tuple[ZooModel, ...] = MODELS) -> dict[str, dict[str, Any]]:
     """Each buildable model's parameter count and input size, built on the meta device (no memory, no weights)."""
     import torch
@@ -410,11 +375,12 @@ def measure_sizes(models: tuple[ZooModel, ...] = MODELS) -> dict[str, dict[str, 
     for m in models:
         if m.unavailable:
             continue
+        builder = BUILDERS[m.builder]
         with torch.device("meta"):
-            model = _model(m)
-        out[m.id] = {"params": sum(p.numel() for p in model.parameters()), "input": _input_size(m, model)}
+            model = builder.model(m)
+        out[m.id] = {"params": sum(p.numel() for p in model.parameters()), "input": builder.input_size(m, model)}
         if m.task == "lm":  # the logits: a value per position and vocabulary entry
-            out[m.id]["outputs"] = m.seq * _vocab(model.config)
+            out[m.id]["outputs"] = m.seq * vocab(model.config)
         del model
     return out
 
@@ -466,72 +432,11 @@ def build(case: Case, axes: Any, seed: int) -> Any:
     from harness.cases.contract import Built
 
     m = _row(case)
+    builder = BUILDERS[m.builder]
     torch.manual_seed(seed)
-    model = _model(m).eval()
-    g = torch.Generator().manual_seed(seed)
-    inputs = _inputs(m, model, g)
-    wrapped = _wrap(model, m) if m.builder == "hf" else model
-    return Built(wrapped.eval(), inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
-
-
-def _inputs(m: ZooModel, model: Any, g: Any) -> tuple[Any, ...]:
-    import torch
-
-    if m.builder in ("timm", "tv") or m.inputs == "audio":
-        return (torch.randn(1, *_input_size(m, model), generator=g),)
-    if m.builder == "tv-detection":
-        return ([torch.rand(3, 224, 224, generator=g)],)
-    if m.builder == "pyg":
-        nodes, edges = GRAPH
-        return (torch.randn(nodes, int(m.config["in_channels"]), generator=g), torch.randint(0, nodes, (2, edges), generator=g))
-    config = model.config
-    high = 1 if m.inputs == "zeros" else _vocab(config)  # dynamo feeds RoBERTa randint(0, 1)
-    ids = torch.randint(0, high, (1, m.seq), generator=g)
-    if m.inputs == "clip":
-        side = int(config.vision_config.image_size)
-        return (ids, torch.randn(1, 3, side, side, generator=g))
-    if m.name.startswith(("Bart", "MBart", "PLBart")) and getattr(config, "eos_token_id", None) is not None:
-        ids[:, -1] = int(config.eos_token_id)  # dynamo: "Bart" inputs end with eos
-    return (ids,)
-
-
-@functools.cache
-def _wrapped_class() -> Any:  # made once, on first use: torch is imported lazily
-    import torch
-
-    class Wrapped(torch.nn.Module):
-        """A Hugging Face model called as dynamo calls it, returning the tensor it is judged by."""
-
-        def __init__(self, inner: Any, m: ZooModel) -> None:
-            super().__init__()
-            self.inner = inner
-            self.seq2seq = bool(getattr(inner.config, "is_encoder_decoder", False))
-            self.m = m
-
-        def forward(self, *args: Any) -> Any:
-            m = self.m
-            if m.inputs == "audio":
-                kwargs: dict[str, Any] = {"input_features": args[0]}
-                if self.seq2seq and not m.target.endswith("AudioClassification"):
-                    kwargs["decoder_input_ids"] = torch.zeros(1, m.seq, dtype=torch.long, device=args[0].device)
-            elif m.inputs == "clip":
-                kwargs = {"input_ids": args[0], "pixel_values": args[1]}
-            else:
-                kwargs = {"input_ids": args[0]}
-                if self.seq2seq:
-                    kwargs["decoder_input_ids"] = args[0]
-            out = self.inner(**kwargs, return_dict=True)
-            for key in ("logits", "start_logits", "logits_per_image", "last_hidden_state"):
-                value = getattr(out, key, None)
-                if value is not None:
-                    return value
-            return out[0]
-
-    return Wrapped
-
-
-def _wrap(inner: Any, m: ZooModel) -> Any:
-    return _wrapped_class()(inner, m)
+    model = builder.model(m).eval()
+    inputs = builder.inputs(m, model, torch.Generator().manual_seed(seed))
+    return Built(builder.wrap(model, m).eval(), inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
 
 
 def measured_costs(results: Path) -> dict[str, float]:
