@@ -49,7 +49,7 @@ def test_declared_memory_follows_the_parameter_count() -> None:
     assert small.spec["memory_gb"] < 3 < 100 < big.spec["memory_gb"]
     assert zoo.memory_gb(2**30 / 4) == zoo.MEMORY_BASE_GB + zoo.MEMORY_FACTOR[0]  # 1 GiB of fp32 weights
     assert zoo.memory_gb(0, 2**30 / 4) == zoo.MEMORY_BASE_GB + zoo.MEMORY_FACTOR[1]  # 1 GiB of fp32 logits
-    assert small.spec["memory_gb_by_backend"]["torch-eager"] < small.spec["memory_gb"]  # eager holds fewer copies
+    assert small.spec["memory_gb_without_export"] < small.spec["memory_gb"]  # eager holds fewer copies
 
 
 @pytest.mark.skipif(not VISION, reason="timm and torchvision (the vision extra) are not installed in this venv")
@@ -71,8 +71,8 @@ def test_a_model_declaring_more_memory_than_a_worker_may_use_is_skip_with_both_f
     assert lowered["status"] == "SKIP" and f"needs about {declared:g} GB per worker (declared: memory_gb for executorch)" in lowered["detail"]
     recs = {r["case"]: r for r in all_recs if r["recipe"] == "torch-cpu"}
     big = recs["zoo.huggingface.openai_gpt-oss-20b"]
-    declared = next(c.spec["memory_gb_by_backend"]["torch-eager"] for c in need if c.id == big["case"])
-    assert big["status"] == "SKIP" and f"needs about {declared:g} GB per worker (declared: memory_gb for torch-eager)" in big["detail"]
+    declared = next(c.spec["memory_gb_without_export"] for c in need if c.id == big["case"])
+    assert big["status"] == "SKIP" and f"needs about {declared:g} GB per worker (declared: memory_gb_without_export for torch-eager)" in big["detail"]
     assert "limit of 20 GB" in big["detail"]
     yolo = recs["zoo.torchbench.yolov3"]
     assert yolo["status"] == "UNAVAILABLE" and yolo["detail"].startswith("yolov3: TorchBench's own model code")

@@ -305,12 +305,17 @@ def _import_error(package: str) -> str | None:
 
 def _memory_skip(item: Item, recipe: Recipe, limit: float) -> str | None:
     """SKIP, before anything is built, a case that declares more memory than one worker may use: it would only be
-    killed half-way. ``memory_gb`` in its spec, or ``memory_gb_by_backend[recipe.backend]`` where that is given."""
+    killed half-way. ``memory_gb`` in its spec; on a backend that runs the module itself, without an exported program
+    (``needs_export`` False: an eager device, torch.compile), ``memory_gb_without_export`` where that is given."""
+    from harness.backends import get_backend
+
     spec = item.case.spec
-    by_backend = spec.get("memory_gb_by_backend")
-    need = by_backend.get(recipe.backend, spec.get("memory_gb")) if isinstance(by_backend, dict) else spec.get("memory_gb")
+    key = "memory_gb"
+    if "memory_gb_without_export" in spec and not get_backend(recipe.backend).needs_export:
+        key = "memory_gb_without_export"
+    need = spec.get(key)
     if limit and isinstance(need, (int, float)) and need > limit:
-        return (f"needs about {need:g} GB per worker (declared: memory_gb for {recipe.backend}), above the worker memory "
+        return (f"needs about {need:g} GB per worker (declared: {key} for {recipe.backend}), above the worker memory "
                 f"limit of {limit:g} GB (--worker-memory, BTI_WORKER_MEMORY_GB; fewer --jobs give each worker more)")
     return None
 

@@ -56,7 +56,6 @@ LISTS = ("huggingface", "timm", "torchbench")
 # fitted to the zoo sweep's peak RSS per item in docs/measurements.md#zoo
 MEMORY_FACTOR = (6.0, 16.0)
 EAGER_FACTOR = (4.0, 10.0)
-EAGER_BACKENDS = ("torch-eager", "torch-compile")
 MEMORY_BASE_GB = 1.5  # a forked worker starts near the parent: torch, executorch and the backends imported
 
 
@@ -345,7 +344,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
             spec["params"] = int(size["params"])
             params, outputs = float(size["params"]), float(size.get("outputs", 0))
             spec["memory_gb"] = memory_gb(params, outputs)
-            spec["memory_gb_by_backend"] = {b: memory_gb(params, outputs, EAGER_FACTOR) for b in EAGER_BACKENDS}
+            spec["memory_gb_without_export"] = memory_gb(params, outputs, EAGER_FACTOR)  # eager and compiled backends
         cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else [])),
                           spec=spec, dtypes=("float32",), shapes=("static",), source=m.target or f"torchbench:{m.name}"))
     return cases
