@@ -67,17 +67,17 @@ def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 
 @pytest.fixture(scope="session")
 def installed_examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both examples (examples/), installed for real (wheels built from their pyproject.toml) into a directory of their
+    """The examples (examples/), installed for real (wheels built from their pyproject.toml) into a directory of their
     own, as a vendor's `pip install ./examples/...` would: put it on PYTHONPATH."""
     target, src = tmp_path_factory.mktemp("site"), tmp_path_factory.mktemp("examples")
     ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
-    for name in ("delegate", "npu-device"):  # built from a copy: two workers building in examples/ at once would race
+    for name in ("delegate", "npu-device", "case-source"):  # built from a copy: two workers building in examples/ at once would race
         shutil.copytree(EXAMPLES / name, src / name, ignore=ignore)
     res = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                          "--target", str(target), str(src / "delegate"), str(src / "npu-device")],
+                          "--target", str(target), str(src / "delegate"), str(src / "npu-device"), str(src / "case-source")],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert (target / "bti_example_delegate").is_dir() and (target / "bti_example_npu").is_dir()
+    assert all((target / p).is_dir() for p in ("bti_example_delegate", "bti_example_npu", "bti_example_cases"))
     return target
 
 

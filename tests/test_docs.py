@@ -87,7 +87,11 @@ def test_every_recipe_and_suite_named_in_a_command_exists() -> None:
 
     examples = {p.stem for p in (ROOT / "examples").glob("*/recipes/*.yaml")}  # the examples' own recipes
     recipes = set(available_recipe_files()) | examples
+    import tomllib
+
     suites = set(suite_names())
+    for project in (ROOT / "examples").glob("*/pyproject.toml"):  # the examples' own case sources, once installed
+        suites |= set(tomllib.loads(project.read_text())["project"].get("entry-points", {}).get("bti.case_sources", {}))
     wrong = []
     for page, span in _spans():
         if not re.match(r"(?:\$ )?(?:\.venv/bin/)?bti ", span):

@@ -182,3 +182,23 @@ def test_run_is_called_warmup_plus_repeats_times_and_not_at_all_through_another_
 
     outs, samples, facts = NeverRun().execute(Deferred(b"pte", Elsewhere()), (1.0,), 1, 3)
     assert outs == [7.0] and samples == [0.5, 0.5, 0.5] and facts["load_ms"] == 1.0
+
+
+@pytest.mark.slow
+def test_a_case_source_from_an_installed_package(installed: Path, tmp_path: Path) -> None:
+    """examples/case-source: a vendor's own case source through the bti.case_sources entry point, nothing of bti's core
+    touched: its cases listed and run, its further input sets each run on the same program, its own SKIP."""
+    listed = _bti(installed, "list", "-s", "example-cases", "-r", "portable", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["model.example_convnet.narrow[float32,static]@portable",
+                                     "model.example_convnet.wide[float32,static]@portable"]
+    res = _bti(installed, "run", "-s", "example-cases", "-r", "portable", "-r", "xnnpack-int8-static-per-tensor",
+               "-o", str(tmp_path / "o"), "--no-reuse", "--no-report", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = _records(tmp_path / "o" / "results.jsonl")
+    narrow = recs["model.example_convnet.narrow[float32,static]@portable"]
+    assert narrow["status"] == "PASS" and narrow["suite"] == "example-cases"
+    assert len(narrow["sampled_inputs"]) == 3  # the first input set and the source's two more, each compared
+    assert recs["model.example_convnet.narrow[float32,static]@xnnpack-int8-static-per-tensor"]["status"] == "PASS"
+    wide = recs["model.example_convnet.wide[float32,static]@xnnpack-int8-static-per-tensor"]
+    assert wide["status"] == "SKIP" and "not calibrated for int8 yet (bti_example_cases)" in wide["detail"]
