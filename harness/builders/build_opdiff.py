@@ -27,6 +27,7 @@ import torch
 from harness.builders.build import _SLOT, torch_dtype  # the one slot sentinel: copy_module keeps it through deepcopy
 from harness.cases.case import Axes, Case
 from harness.cases.contract import Built
+from harness.cases.opdiff_nodes import sample
 from harness.errors import SpecError
 
 
@@ -110,46 +111,6 @@ def _by_dist(shape: tuple[int, ...], dtype: torch.dtype, dist: str, n: dict[str,
             return torch.complex(real, draw(base))
         return draw(dtype)
     raise ValueError(f"Unsupported dist: {dist}")
-
-
-def sample(n: dict[str, Any]) -> Any:
-    kind = n["type"]
-    if kind == "tensor" or (kind == "const_tensor" and n.get("value") is None):
-        dtype = torch_dtype(n["dtype"])
-        t = _by_dist(tuple(n["shape"]), dtype, n["init"] or _auto_dist(dtype), n)
-        if n.get("requires_grad") and t.is_floating_point():
-            t.requires_grad_(True)
-        return t
-    if kind == "const_tensor":
-        return torch.tensor(n["value"], dtype=torch_dtype(n["dtype"])).reshape(n["shape"])
-    if kind == "scalar":
-        if n["value"] is not None:
-            torch.randint(0, 1, ())  # opdiff draws from its one-element choices: the stream moves on
-            return n["value"]
-        k = _scalar_kind(n)
-        if k == "int":
-            return int(torch.randint(int(n["low"]), int(n["high"]) + 1, ()).item())
-        if k == "bool":
-            return bool(torch.randint(0, 2, ()).item())
-        return float(torch.rand(()).item() * (n["high"] - n["low"]) + n["low"])
-    if kind == "scalar_tensor":
-        dtype = torch_dtype(n["dtype"])
-        if n.get("value") is not None:
-            return torch.tensor(n["value"], dtype=dtype)
-        return _by_dist((), dtype, n["init"] or _auto_dist(dtype), n)
-    if kind == "int_list":
-        return tuple(n["elems"])
-    if kind == "list":
-        return [sample(n["elem"]) for _ in range(n["len"])]
-    if kind == "tuple":
-        return tuple(sample(e) for e in n["elems"])
-    if kind == "optional":
-        if n["p_none"] <= 0:
-            return sample(n["elem"])
-        return None if torch.rand(()).item() < n["p_none"] else sample(n["elem"])
-    if kind == "const":
-        return n["value"]
-    raise ValueError(f"unknown node type {kind!r}")
 
 
 def _scalar_kind(n: dict[str, Any]) -> str:

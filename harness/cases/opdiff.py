@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cases.case import Case
+from harness.cases.opdiff_nodes import NODES
 from harness.cases.yamlload import LDict, LList, load_yaml, where
 from harness.errors import SpecError
 
@@ -31,21 +32,7 @@ TEST_FIELDS = ("id", "impl", "op", "in", "kwargs", "out", "device", "cast_input0
 DEVICES = ("cpu", "gpu", "cuda", "mps")
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64", "complex128")
 KINDS = ("float", "int", "bool")
-INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli")
-DEFAULT_DTYPE = {"float": "float32", "int": "int64", "bool": "bool"}
-_SAMPLING = ("init", "low", "high", "mean", "std", "p")
-NODE_FIELDS: dict[str, tuple[str, ...]] = {
-    "ref": ("ref",),
-    "tensor": ("shape", "kind", "dtype", *_SAMPLING, "requires_grad"),
-    "scalar": ("kind", "dtype", "value", "low", "high", "p"),
-    "scalar_tensor": ("kind", "dtype", "value", *_SAMPLING),
-    "int_list": ("elems",),
-    "list": ("len", "elem"),
-    "tuple": ("elems",),
-    "optional": ("p_none", "elem"),
-    "const": ("value",),
-    "const_tensor": ("shape", "kind", "dtype", "value", *_SAMPLING),
-}
+NODE_FIELDS: dict[str, tuple[str, ...]] = {name: node.fields for name, node in NODES.items()}  # the grammar (opdiff_nodes)
 SAFE_PREFIXES = ("torch.nn.",)  # module/construct paths any suite may name; others are code, gated like file:
 BUILD_FIELDS = {"module": ("path", "args", "kwargs"), "construct": ("path", "args", "kwargs")}
 TEMPLATE_FIELDS = ("path", "vars", "cases", "args", "kwargs")
@@ -491,77 +478,7 @@ class _Nodes:
         if unknown:
             raise self.err(node, f"{at}.{kind}", f"unknown field '{unknown[0]}' (a {kind} node takes "
                            f"{', '.join(NODE_FIELDS[kind])})", key=str(unknown[0]))
-        sub = f"{at}.{kind}"
-        if kind == "ref":
-            ref = node.get("ref")
-            if isinstance(ref, dict) and set(ref) == {"var"}:
-                if not allow_var_ref:
-                    raise self.err(node, sub, "a {ref: {var: …}} is only valid in a template's inputs")
-                return
-            if not isinstance(ref, str):
-                raise self.err(node, f"{sub}.ref", "ref is a preset name or {var: name}")
-            if ref not in self.presets:
-                raise self.err(node, f"{sub}.ref", f"Value error, unknown preset ref '{ref}'", key="ref")
-            self.node(self.presets[ref], f"presets.{ref}", depth=depth + 1)
-            return
-        self._leaf(node, kind, sub)
-        if kind == "list":
-            if "len" not in node or "elem" not in node:
-                raise self.err(node, sub, f"Field required: {'len' if 'len' not in node else 'elem'}")
-            length = self._symbol_or_number(node, f"{sub}.len", "len", "list.len")
-            if isinstance(length, (int, float)) and length < 0:
-                raise self.err(node, f"{sub}.len", "Value error, list.len must be >= 0", key="len")
-            self.node(node["elem"], f"{sub}.elem", allow_var_ref, depth + 1)
-        if kind == "tuple":
-            elems = node.get("elems")
-            if not isinstance(elems, list):
-                raise self.err(node, f"{sub}.elems", "Input should be a valid list", key="elems")
-            for i, e in enumerate(elems):
-                self.node(e, f"{sub}.elems.{i}", allow_var_ref, depth + 1)
-        if kind == "optional":
-            if "elem" not in node:
-                raise self.err(node, sub, "Field required: elem")
-            p = _lax_float(node.get("p_none", 0.0))
-            if p is None or not 0.0 <= p <= 1.0:
-                raise self.err(node, f"{sub}.p_none", "Value error, p_none must be in [0,1]", key="p_none")
-            self.node(node["elem"], f"{sub}.elem", allow_var_ref, depth + 1)
-        if kind == "const" and "value" not in node:
-            raise self.err(node, sub, "Field required: value")
-        if kind == "const_tensor" and node.get("value") is not None:
-            shape = [self._dim(node, d, sub) for d in node["shape"]]
-            got = _nested_shape(node["value"])
-            if got is None or (got != shape and _count(got) != _count(shape)):
-                raise self.err(node, f"{sub}.value", f"value has shape {got} but the node declares shape {shape}", key="value")
-
-    def _leaf(self, node: dict[str, Any], kind: str, sub: str) -> None:
-        """The checks of the value nodes (tensor, scalar, scalar_tensor, int_list, const, const_tensor)."""
-        if kind in ("tensor", "scalar", "scalar_tensor", "const_tensor"):
-            self._kind_dtype(node, sub)
-        if kind in ("tensor", "const_tensor"):
-            self._shape(node, sub)
-        if kind in ("tensor", "scalar_tensor", "const_tensor"):
-            init = node.get("init")
-            if init is not None and init not in INITS:
-                raise self.err(node, f"{sub}.init", f"Value error, unsupported init '{init}'", key="init")
-            for key in ("low", "high"):
-                if key in node and node[key] is not None:
-                    self._symbol_or_number(node, f"{sub}.{key}", key, f"{kind}.{key}")
-            for key in ("mean", "std", "p"):
-                if key in node:
-                    self._number(node, f"{sub}.{key}", key)
-        if kind == "tensor" and "requires_grad" in node and _lax_bool(node["requires_grad"]) is None:
-            raise self.err(node, f"{sub}.requires_grad", "Input should be a valid boolean", key="requires_grad")
-        if kind == "scalar":
-            self._scalar(node, sub)
-        if kind == "scalar_tensor" and "value" in node and node["value"] is not None \
-                and not isinstance(node["value"], (int, float, bool)):
-            raise self.err(node, f"{sub}.value", "Input should be a number or a boolean", key="value")
-        if kind == "int_list":
-            elems = node.get("elems")
-            if not isinstance(elems, list) or any(_lax_int(e) is None for e in elems):
-                raise self.err(node, f"{sub}.elems", "Input should be a valid list of integers", key="elems")
-            if not elems:
-                raise self.err(node, f"{sub}.elems", "Value error, int_list.elems cannot be empty", key="elems")
+        NODES[kind].check(self, node, f"{at}.{kind}", allow_var_ref, depth)
 
     def _kind_dtype(self, node: dict[str, Any], sub: str) -> None:
         kind, dtype = node.get("kind"), node.get("dtype")
@@ -644,58 +561,7 @@ class _Nodes:
     def resolve(self, node: Any, env: dict[str, Any]) -> dict[str, Any]:
         """The node with presets inlined and symbols resolved (validated already)."""
         node = _shorthand(node)
-        kind = node["type"]
-        if kind == "ref":
-            ref = node["ref"]
-            if isinstance(ref, dict):
-                name = ref["var"]
-                if name not in env:
-                    raise self.err(node, "ref", f"Unknown template var '{name}'")
-                ref = env[name]
-                if not isinstance(ref, str):
-                    raise self.err(node, "ref", f"Ref var '{name}' must expand to a preset name string, got {type(ref)}")
-                if ref not in self.presets:
-                    raise self.err(node, "ref", f"Unknown preset ref: {ref}")
-                self.node(self.presets[ref], f"presets.{ref}")
-            return self.resolve(self.presets[ref], env)
-        out: dict[str, Any] = {"type": kind}
-        if kind in ("tensor", "const_tensor", "scalar", "scalar_tensor"):
-            dtype = node.get("dtype") or DEFAULT_DTYPE[node.get("kind") or "float"]
-            out["dtype"] = dtype
-            out["kind"] = node.get("kind")
-        if kind in ("tensor", "const_tensor"):
-            out["shape"] = [self._dim(node, d, kind) for d in node["shape"]]
-        if kind in ("tensor", "const_tensor", "scalar_tensor"):
-            randint = node.get("init") == "randint"
-            out["init"] = node.get("init")
-            for key, default in (("low", 0), ("high", 10)):
-                v = node.get(key, default)
-                v = self._symbol_or_number({key: v}, key, key, key) if v is not None else None
-                out[key] = None if v is None else (int(v) if randint else float(v))
-            for key, default2 in (("mean", 0.0), ("std", 1.0), ("p", 0.5)):
-                out[key] = _lax_float(node.get(key, default2)) or 0.0
-            if kind == "tensor":
-                out["requires_grad"] = bool(_lax_bool(node.get("requires_grad", False)))
-            if kind != "tensor":
-                out["value"] = _plain(node.get("value"))
-        if kind == "scalar":
-            out["value"] = node.get("value")
-            for key, default3 in (("low", -3.0), ("high", 3.0)):
-                v = node.get(key)
-                out[key] = float(self._symbol_or_number(node, key, key, key)) if v is not None else default3
-        if kind == "int_list":
-            out["elems"] = [_lax_int(e) for e in node["elems"]]
-        if kind == "list":
-            out["len"] = int(self._symbol_or_number(node, "len", "len", "list.len"))
-            out["elem"] = self.resolve(node["elem"], env)
-        if kind == "tuple":
-            out["elems"] = [self.resolve(e, env) for e in node["elems"]]
-        if kind == "optional":
-            out["p_none"] = _lax_float(node.get("p_none", 0.0)) or 0.0
-            out["elem"] = self.resolve(node["elem"], env)
-        if kind == "const":
-            out["value"] = _plain(node["value"])
-        return out
+        return NODES[node["type"]].resolve(self, node, env)
 
     def build(self, node: Any, at: str, what: str, allow_vars: set[str] | None = None,
               env: dict[str, Any] | None = None) -> dict[str, Any]:
