@@ -1,4 +1,4 @@
-"""Timing and opdiff's difference figures (torch-free). What outputs are held to is ``harness.judge``'s."""
+"""Timing and the difference figures of two output lists (torch-free). What outputs are held to is ``harness.judge``'s."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ def timed_calls(call: Callable[[], Any], warmup: int, repeats: int) -> tuple[Any
     return result, samples
 
 
-def opdiff_diff(base: list[NDArray[Any]], out: list[NDArray[Any]]) -> dict[str, Any]:
-    """opdiff's ``diff_metrics`` of one output list against another: MSE, max and mean absolute difference over every
-    element of every output (float64), or the reason they are not comparable, with opdiff's codes."""
+def diff_figures(base: list[NDArray[Any]], out: list[NDArray[Any]]) -> dict[str, Any]:
+    """How far one output list is from another, as figures (not a verdict): MSE, max and mean absolute difference
+    over every element of every output (float64), or the reason they are not comparable. The computation and the codes
+    are opdiff's ``diff_metrics``, so its results format carries them as they are."""
     if len(base) != len(out):
         return {"ok": False, "code": "NOT_COMPARABLE_SHAPE", "msg": "len mismatch"}
     mse_sum = abs_sum = max_abs = 0.0

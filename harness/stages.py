@@ -32,7 +32,7 @@ from harness.causes import chain, describe, root_cause, root_signature
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.judge import Comparison, QuantizedReference, comparable, compare, device_tolerance, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
-from harness.metrics import latency_stats, opdiff_diff
+from harness.metrics import diff_figures, latency_stats
 from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
@@ -263,7 +263,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
             return rec_b, None, None  # b's own failure is the pair's
         if group.built.pair_judged:
             refs = b
-        else:  # opdiff's pairs: each side against its own reference; how far a is from b is a figure, not a verdict
+        else:  # a pair whose sides are each judged against their own reference: how far a is from b is a figure
             side_b = b
     t_start = time.perf_counter()
     facts: dict[str, Any] = {}
@@ -286,7 +286,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
         ratio = round(median / side_b.median_ms, 4) if median and side_b.median_ms else None
         facts["baseline"] = {"pair_b": side_b.recipe[5:], "status": side_b.status, "latency_ratio": ratio,
                              "b_latency_ms": side_b.median_ms, "judged": False, "b_op": _side_op(item.case, "b"), "b_times_ms": side_b.times_ms,
-                             "diff": opdiff_diff([to_numpy(o) for o in outs], [to_numpy(o) for o in side_b.outputs])
+                             "diff": diff_figures([to_numpy(o) for o in outs], [to_numpy(o) for o in side_b.outputs])
                              if "comparison" in facts else None}
     elif refs is not None:
         ratio = round(median / refs.median_ms, 4) if median and refs.median_ms else None
@@ -319,7 +319,7 @@ class Baseline:
     status: str
     outputs: list[Any]
     median_ms: float | None
-    times_ms: list[float] | None = None  # each timed run (a pair's b side: opdiff's times_all)
+    times_ms: list[float] | None = None  # each timed run (a pair's b side)
 
 
 def _pair_b(item: Item, recipe: Recipe, group: Group, run_id: str, control: Status | None, control_recipe: str | None,
@@ -339,7 +339,7 @@ def _side_op(case: Any, side: str) -> str | None:
 
 
 def pair_b_name(case: Any) -> str:
-    """The id of a pair case's b side (bti's pairs name a case; opdiff's carry their side's test)."""
+    """The id of a pair case's b side (a pair names its b case, or carries its side's test under ``b``)."""
     b = case.spec.get("b")
     return str(b if isinstance(b, str) else (case.spec.get("test") or {}).get("b", {}).get("id", "b"))
 
@@ -436,7 +436,7 @@ def _judged(*args: Any) -> Comparison:
 def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage: StageLog,
               judged: bool) -> tuple[Any, QuantizedReference | None]:
     """The quantize stage, where the recipe quantizes: the program to lower, and (when it is ``judged`` against its own
-    reference, not an opdiff pair's other side) the quantized program's outputs, run before lowering, which may consume the program."""
+    reference, not a pair's other side) the quantized program's outputs, run before lowering, which may consume the program."""
     if not (recipe.quantized and Stage.QUANTIZE in backend.stages):
         return group.ep, None
     ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, group.ep, built))
@@ -454,10 +454,10 @@ def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group
 
 def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Comparison, outs: list[Any],
                   more: tuple[tuple[Any, ...], ...], facts: dict[str, Any]) -> Comparison:
-    """Further sampled input sets (opdiff's ``--num-sampled-inputs``): each runs once on the loaded program and is held
+    """Further input sets (``Built.more_runs``, e.g. ``--sampled-inputs``): each runs once on the loaded program and is held
     to the same tolerance against its own eager reference; each set's difference is recorded (``sampled_inputs``)."""
     problems = [comparison.message] if not comparison.ok else []
-    sets = [opdiff_diff([to_numpy(r) for r in group.ref], [to_numpy(o) for o in outs])]
+    sets = [diff_figures([to_numpy(r) for r in group.ref], [to_numpy(o) for o in outs])]
     for i, inputs in enumerate(more, start=1):
         try:
             got = list(backend.execute(handle, clone_inputs(inputs), 0, 1)[0])
@@ -468,7 +468,7 @@ def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Compa
             continue
         got_np, want_np = [to_numpy(o) for o in got], [to_numpy(r) for r in want]
         verdict = compare(got_np, want_np, device_tolerance(comparison.tolerance))  # against eager, as the set's reference
-        sets.append(opdiff_diff(want_np, got_np))
+        sets.append(diff_figures(want_np, got_np))
         if not verdict.ok:
             problems.append(f"input set {i}: {verdict.message}")
     facts["sampled_inputs"] = tuple(sets)

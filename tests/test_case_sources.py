@@ -23,11 +23,16 @@ from harness.cases.case import Case
 from harness.cases.contract import BaseCaseSource, Built, Judgement
 
 
+def render(header, records):  # the vendor's own results format: one line per item
+    return "".join(f"{r['case']},{r['recipe']},{r['status']}\\n" for r in records)
+
+
 class VendorModels(BaseCaseSource):  # the defaults: requires (), no warm discovery, no prefetch, cost 1
     name = "vendor-models"
     description = "a vendor's own model list"
     kinds = ("vendor",)
     whole_models = True
+    report_formats = {"vendor-csv": ("vendor.csv", "vendor_pkg.bti:render")}
 
     def discover(self):
         return [Case(id=f"model.vendor_mlp.{v}", suite=self.name, kind="vendor", spec={"hidden": h}, op=None,
@@ -167,6 +172,9 @@ def test_vendor_source_through_an_entry_point(tmp_path: Path) -> None:
     v1, wide = recs["model.vendor_mlp.v1"], recs["model.vendor_mlp.wide"]
     assert v1["status"] == "PASS" and v1["suite"] == "vendor-models"  # built in the worker by the vendor's build()
     assert wide["status"] == "SKIP" and "needs the vendor's NPU memory" in wide["detail"]  # the vendor's judge()
+    rep = _bti(root, "report", str(out / "results.jsonl"), "-o", str(out), "--format", "md,vendor-csv")
+    assert rep.returncode == 0, rep.stderr  # the vendor's own results format, beside bti's
+    assert sorted((out / "vendor.csv").read_text().splitlines()) == ["model.vendor_mlp.v1,portable,PASS", "model.vendor_mlp.wide,portable,SKIP"]
 
 
 def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ def test_file_code_runs_only_for_suites_the_user_named(inproc, tmp_path: Path) -
 
     with pytest.raises(SpecError, match="runs Python code from a file"):  # not named: refused before anything runs
         load_suites([str(tmp_path / "lib" / "all.yaml")])
-    assert load_suites([str(tmp_path / "lib" / "all.yaml")], opdiff=OpdiffOptions(allow_code=True))
+    assert load_suites([str(tmp_path / "lib" / "all.yaml")], options=OpdiffOptions(allow_code=True))
     # the worker refuses a case whose file: paths were not allowed at load, whatever its spec says
     from harness.builders.build_opdiff import resolve_path
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from harness.cases.case import Axes, Case
@@ -47,6 +48,28 @@ class Judgement:
     rules: tuple[Any, ...] = ()  # known failures as recipe xfail rules (harness.recipes), each with status and message
 
 
+@dataclass(frozen=True)
+class SuiteOptions:
+    """How suite files load for one command: the files the user named (code they name may run), ``--allow-suite-code``
+    (any may), the base seed of their inputs and how many input sets each test samples."""
+
+    named: frozenset[str] = frozenset()
+    allow_code: bool = False
+    seed: int = 0
+    samples: int = 1
+
+    def is_named(self, path: Path) -> bool:
+        return any(Path(n).resolve() == path.resolve() for n in self.named)
+
+
+class SuiteFileFormat(Protocol):
+    """A suite file format besides bti's own YAML (registered in ``harness.suites.FILE_FORMATS``)."""
+
+    def reads(self, doc: Any, path: Path) -> bool: ...  # whether a loaded YAML document is in this format
+
+    def load(self, path: Path, options: SuiteOptions) -> list[Case]: ...
+
+
 @runtime_checkable
 class CaseSource(Protocol):
     @property
@@ -77,6 +100,9 @@ class CaseSource(Protocol):
 
     def cost(self, case: Case) -> float: ...  # estimated seconds per item
 
+    @property
+    def report_formats(self) -> Mapping[str, tuple[str, str]]: ...  # its own results formats: name -> (file, "module:render")
+
 
 class BaseCaseSource:
     """Defaults for every member of ``CaseSource`` but ``name``, ``discover`` and ``build``."""
@@ -87,6 +113,7 @@ class BaseCaseSource:
     requires: tuple[str, ...] = ()
     warm_discovery: bool = False
     whole_models: bool = False
+    report_formats: Mapping[str, tuple[str, str]] = {}
 
     def prefetch(self) -> None:
         return None

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cases.case import Case
+from harness.cases.contract import SuiteOptions
 from harness.cases.opdiff_nodes import NODES
 from harness.cases.yamlload import LDict, LList, load_yaml, where
 from harness.errors import SpecError
@@ -40,18 +41,7 @@ PAIR_FIELDS = ("vars", "cases", "common", "a", "b")
 SIDE_FIELDS = ("impl", "type", "path", "args", "kwargs")
 
 
-@dataclass(frozen=True)
-class OpdiffOptions:
-    """How opdiff suites load: the suite files the user named (their ``file:`` paths may run), ``--allow-suite-code``
-    (any may), opdiff's ``--seed`` and ``--num-sampled-inputs``."""
-
-    named: frozenset[str] = frozenset()
-    allow_code: bool = False
-    seed: int = 0
-    samples: int = 1
-
-    def is_named(self, path: Path) -> bool:
-        return any(Path(n).resolve() == path.resolve() for n in self.named)
+OpdiffOptions = SuiteOptions  # the name it had before suite file formats were generic
 
 
 def is_opdiff(doc: Any, path: Path, seen: tuple[Path, ...] = ()) -> bool:
@@ -681,3 +671,17 @@ def _count(shape: list[int]) -> int:
 
 
 __all__ = ["LDict", "LList", "OpdiffOptions", "find_code_file", "is_opdiff", "load_opdiff"]
+
+
+class _Format:
+    """opdiff's suite files as a suite file format (``harness.suites.FILE_FORMATS``)."""
+
+    def reads(self, doc: Any, path: Path) -> bool:
+        return is_opdiff(doc, path)
+
+    def load(self, path: Path, options: SuiteOptions) -> list[Case]:
+        return load_opdiff(path, named=options.is_named(path), allow_code=options.allow_code, seed=options.seed,
+                           samples=options.samples)
+
+
+FORMAT = _Format()

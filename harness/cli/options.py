@@ -43,11 +43,11 @@ def suites_of(kw: dict[str, Any]) -> list[str]:
     return list(kw["suites"]) or list(DEFAULT_SUITES)
 
 
-def opdiff_options(kw: dict[str, Any]) -> Any:
-    """How opdiff suites load for this command: the suites it was given by name may run their ``file:`` code."""
-    from harness.cases.opdiff import OpdiffOptions
+def suite_options(kw: dict[str, Any]) -> Any:
+    """How suite files load for this command: the files it was given by name may run the code they name."""
+    from harness.cases.contract import SuiteOptions
 
-    return OpdiffOptions(named=frozenset(kw.get("suites") or ()), allow_code=bool(kw.get("allow_suite_code")),
+    return SuiteOptions(named=frozenset(kw.get("suites") or ()), allow_code=bool(kw.get("allow_suite_code")),
                          seed=int(kw.get("seed") or 0), samples=int(kw.get("sampled_inputs") or 1))
 
 

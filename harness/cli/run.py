@@ -13,11 +13,11 @@ from harness.cli.group import cli
 from harness.cli.options import (
     filter_options,
     filters,
-    opdiff_options,
     parse_skips,
     recipes_of,
     runtime_option,
     runtime_options,
+    suite_options,
     suites_of,
 )
 from harness.cli.reports import report as report_cmd
@@ -101,7 +101,7 @@ def run(**kw: Any) -> None:
         threads=kw["threads"], max_items=kw["max_items_per_worker"], max_growth_mb=kw["max_worker_growth_mb"],
         bundle_dir=(out_dir / "programs") if kw["bundle"] else None, argv=sys.argv[1:],
         control=kw["control"] or None, rerun_failures=kw["rerun_failures"], baseline=kw["baseline"],
-        runtime=runtime_option(kw), runtime_threads=kw["runtime_threads"], opdiff=opdiff_options(kw),
+        runtime=runtime_option(kw), runtime_threads=kw["runtime_threads"], suite_options=suite_options(kw),
         skips=parse_skips(kw["skips"]), warmup=kw["warmup"], repeats=kw["repeats"],
     )
     bar = _Bar() if sys.stderr.isatty() else None  # quiet when not a terminal (CI logs)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from harness.cli.group import cli
-from harness.cli.options import filter_options, filters, opdiff_options, recipes_of, suites_of
+from harness.cli.options import filter_options, filters, recipes_of, suite_options, suites_of
 
 
 @cli.command("list")
@@ -25,13 +25,13 @@ def list_cmd(list_recipes: bool, coverage: bool, **kw: Any) -> None:
         from harness.report.coverage import render, table
         from harness.suites import load_suites
 
-        cases = load_suites(list(kw["suites"]) or ["ops", "core-ops"], opdiff=opdiff_options(kw))
+        cases = load_suites(list(kw["suites"]) or ["ops", "core-ops"], options=suite_options(kw))
         entries = [{"op": c.op, "dtype": d, "shape": s} for c in cases for d in c.dtypes for s in c.shapes]
         click.echo(render(table(entries))[0], nl=False)
         return
     from harness.runner.run import plan
 
-    _, items = plan(suites_of(kw), recipes_of(kw), filters(kw), opdiff=opdiff_options(kw))
+    _, items = plan(suites_of(kw), recipes_of(kw), filters(kw), suite_options=suite_options(kw))
     for item in items:
         click.echo(item.id)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UserError, first_line
 from harness.results import read_records
@@ -61,15 +64,29 @@ def _forked(write: Callable[[], None]) -> Callable[[], str | None] | None:
     return wait
 
 
-FORMATS = ("junit", "md", "csv", "badge", "html", "opdiff")
+BTI_FORMATS = ("junit", "md", "csv", "badge", "html")
 
 
-def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+def formats(wanted: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """bti's own report formats, then the case sources' own results formats (``harness.suites.report_formats``;
+    a registered source's own only when ``wanted`` names a format the built-ins lack)."""
+    from harness.suites import report_formats
+
+    return (*BTI_FORMATS, *report_formats(tuple(w for w in wanted if w not in BTI_FORMATS)))
+
+
+def _render(ref: str, header: dict[str, Any], records: Any) -> str:
+    module, _, attr = ref.partition(":")
+    return str(getattr(importlib.import_module(module), attr)(header, records))
+
+
+def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = BTI_FORMATS) -> dict[str, Path]:
     """Write each wanted report on its own: one that fails does not stop the others, and the error
     (raised after all ran) names each writer that failed. The JSONL is never touched. Each writer makes its own
     passes over the records, one record at a time (``Records``)."""
-    from harness.report import badge, csvout, dashboard, junit, markdown, opdiff
+    from harness.report import badge, csvout, dashboard, junit, markdown
     from harness.results import atomic_write_text
+    from harness.suites import report_formats
 
     header, records = read_records(jsonl)
     try:
@@ -95,8 +112,10 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = FORMATS
         "csv": text("csv", "results.csv", lambda: csvout.render(records)),
         "badge": lambda: paths.update(badge.write(h, records, out_dir)),
         "html": text("html", "dashboard.html", lambda: dashboard.render(h, records)),
-        "opdiff": text("opdiff", "opdiff.jsonl", lambda: opdiff.render(h, records)),
     }
+    for kind, (name, ref) in report_formats(tuple(f for f in formats if f not in writers)).items():  # the sources' own
+        if kind in formats:
+            writers[kind] = text(kind, name, functools.partial(_render, ref, h, records))
     failed: list[str] = []
     # JUnit, the slowest writer (~40 % of the time at 134,000 records), runs in a forked child beside the others
     child = _forked(write_junit) if "junit" in formats and len(formats) > 1 and hasattr(os, "fork") else None

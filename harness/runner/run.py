@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from harness.backends import unavailable_reason
 from harness.cases.case import Item
+from harness.cases.contract import SuiteOptions
 from harness.errors import UserError
 from harness.providers import ProviderSpec
 from harness.recipes import Recipe, load_recipe, with_counts, with_provider
@@ -54,8 +55,8 @@ class RunOptions:
     rerun_failures: int = 0  # re-run each failing item up to N times, each in a fresh worker
     runtime: tuple[str, ProviderSpec] | None = None  # --runtime: where the ExecuTorch recipes' programs run
     runtime_threads: int | None = None
-    opdiff: Any = None  # how opdiff suites load (harness.cases.opdiff.OpdiffOptions): named suites, seed, sampled inputs
-    skips: tuple[tuple[str, str], ...] = ()  # --skips (opdiff's): (case id or prefix*, recipe or *) pairs, SKIP
+    suite_options: SuiteOptions | None = None  # how suite files load: the ones named, code, seed, sampled inputs
+    skips: tuple[tuple[str, str], ...] = ()  # --skips: (case id or prefix*, recipe or *) pairs, SKIP
     warmup: int | None = None  # --warmup / --repeats: every recipe's runtime counts
     repeats: int | None = None
 
@@ -67,16 +68,16 @@ class RunResult:
 
 
 def plan(suites: list[str], recipe_names: list[str], filters: Filters, check: bool = True,
-         opdiff: Any = None) -> tuple[list[Recipe], list[Item]]:
-    """``opdiff``: how opdiff suites load (``harness.cases.opdiff.OpdiffOptions``); the CLI names the suites it was
-    given, so their ``file:`` code may run."""
+         suite_options: SuiteOptions | None = None) -> tuple[list[Recipe], list[Item]]:
+    """``suite_options``: how suite files load; the CLI names the suite files it was given, so the code they name may
+    run."""
     from harness.suites import load_suites
 
     recipes = [load_recipe(n) for n in recipe_names]
     names = [r.name for r in recipes]
     if len(set(names)) != len(names):
         raise UserError(f"recipe given twice: {', '.join(names)}")
-    cases = load_suites(suites, check=check, opdiff=opdiff)
+    cases = load_suites(suites, check=check, options=suite_options)
     return recipes, expand(cases, recipes, filters)
 
 
@@ -165,7 +166,7 @@ def _plan_run(opts: RunOptions) -> _Plan:
     names = list(opts.recipes)
     if opts.baseline and opts.baseline not in names and load_recipe(opts.baseline).name not in names:
         names.insert(0, opts.baseline)
-    recipes, items = plan(opts.suites, names, opts.filters, check=False, opdiff=opts.opdiff)  # ops checked in _settle_all, if run
+    recipes, items = plan(opts.suites, names, opts.filters, check=False, suite_options=opts.suite_options)  # ops checked in _settle_all, if run
     if opts.runtime is not None or opts.runtime_threads:
         recipes = [_with_runtime(r, opts) for r in recipes]
     recipes = [with_counts(r, opts.warmup, opts.repeats) for r in recipes]
@@ -253,7 +254,7 @@ def _contexts(records: list[Record], control: str | None, baseline: str | None) 
 
 
 def _skipped(item: Item, skips: tuple[tuple[str, str], ...]) -> str | None:
-    """opdiff's ``--skips``: an id matches exactly, or by prefix when the pattern ends in ``*``; the recipe by name or ``*``."""
+    """``--skips`` (opdiff's option): an id matches exactly, or by prefix when the pattern ends in ``*``; the recipe by name or ``*``."""
     for pattern, recipe in skips:
         hit = item.case.id.startswith(pattern[:-1]) if pattern.endswith("*") else item.case.id == pattern
         if hit and recipe in ("*", item.recipe):

@@ -20,13 +20,13 @@ Anything not registered is a path to a suite YAML file.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.cases.case import Axes, Case
-from harness.cases.contract import Built, CaseSource, Judgement
+from harness.cases.contract import Built, CaseSource, Judgement, SuiteFileFormat, SuiteOptions
 from harness.errors import UserError
 
 HERE = Path(__file__).parent
@@ -55,6 +55,7 @@ class BuiltinSource:
     discover_args: tuple[Any, ...] = field(default=())
     prefetch_ref: str = ""  # "module:function()" that starts discovery in the background, if it can
     judge_ref: str = ""  # "module:function(case, dtype, recipe)": the source's own word on an item (skip, xfail, tolerance)
+    report_formats: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # its own results formats
 
     def prefetch(self) -> None:
         if self.prefetch_ref:
@@ -120,14 +121,35 @@ def _yaml(path: str, name: str | None) -> list[Case]:
     return load_suite(Path(path), name=name, check=False)
 
 
-def _suite_file(path: Path, opdiff: Any) -> list[Case]:
-    """A suite .yaml: bti's own format, or opdiff's (a top-level ``tests:``), told apart by its keys."""
-    from harness.cases.opdiff import OpdiffOptions, is_opdiff, load_opdiff
+# suite file formats besides bti's own YAML, "module:object" (a SuiteFileFormat), asked in order
+FILE_FORMATS = ("harness.cases.opdiff:FORMAT",)
+# results formats of a case source's own, beside bti's reports: `bti report --format NAME` writes FILE with
+# "module:render(header, records) -> str"; a vendor's source adds its own as `report_formats`
+REPORT_FORMATS: dict[str, tuple[str, str]] = {"opdiff": ("opdiff.jsonl", "harness.report.opdiff:render")}
+
+
+def report_formats(wanted: tuple[str, ...] = ()) -> dict[str, tuple[str, str]]:
+    """The case sources' own results formats: the built-in ones, and, only when ``wanted`` names one they lack, each
+    registered source's ``report_formats`` (so ``bti report`` loads no vendor's plugin it does not need)."""
+    out = dict(REPORT_FORMATS)
+    if any(w not in out for w in wanted):
+        for src in sources().values():
+            for name, entry in src.report_formats.items():
+                out.setdefault(name, entry)
+    return out
+
+
+def _suite_file(path: Path, options: SuiteOptions | None) -> list[Case]:
+    """A suite .yaml: the first registered format that reads it (opdiff's: a top-level ``tests:``), else bti's own."""
     from harness.cases.yamlload import load_yaml
 
-    if path.is_file() and is_opdiff(load_yaml(path), path):
-        o = opdiff or OpdiffOptions()
-        return load_opdiff(path, named=o.is_named(path), allow_code=o.allow_code, seed=o.seed, samples=o.samples)
+    if path.is_file():
+        doc = load_yaml(path)
+        for ref in FILE_FORMATS:
+            module, _, attr = ref.partition(":")
+            fmt: SuiteFileFormat = getattr(importlib.import_module(module), attr)
+            if fmt.reads(doc, path):
+                return fmt.load(path, options or SuiteOptions())
     return _yaml(str(path), None)
 
 
@@ -164,7 +186,7 @@ def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = Non
     what = where or repr(src)
     if not isinstance(src, CaseSource):
         raise UserError(f"case source {what}: not a CaseSource (needs name, description, kinds, requires, "
-                        "warm_discovery, whole_models, prefetch(), discover(), build(), judge(), cost(); "
+                        "warm_discovery, whole_models, report_formats, prefetch(), discover(), build(), judge(), cost(); "
                         "harness.cases.contract.BaseCaseSource has the defaults)")
     if src.name in reg:
         raise UserError(f"case source {what}: the suite name {src.name!r} is taken")
@@ -236,10 +258,10 @@ def prefetch(names: list[str] | tuple[str, ...]) -> None:
             reg[name].prefetch()
 
 
-def load_suites(names: list[str] | tuple[str, ...], check: bool = True, opdiff: Any = None) -> list[Case]:
+def load_suites(names: list[str] | tuple[str, ...], check: bool = True, options: SuiteOptions | None = None) -> list[Case]:
     """The named suites' cases. ``check=False`` leaves resolving ops against torch to the caller
-    (``harness.cases.suite.check_ops``), as ``bti run`` does for the items it actually executes. ``opdiff``
-    (``harness.cases.opdiff.OpdiffOptions``): how opdiff suites load; by default none of their ``file:`` code runs."""
+    (``harness.cases.suite.check_ops``), as ``bti run`` does for the items it actually executes. ``options``
+    (``SuiteOptions``): how suite files load; by default none of the code they name runs."""
     from harness.cases.suite import check_ops
 
     reg = sources()
@@ -253,7 +275,7 @@ def load_suites(names: list[str] | tuple[str, ...], check: bool = True, opdiff: 
                                 hint="pip install 'bti[models]'" if "transformers" in missing else None)
             cases.extend(src.discover())
         elif Path(name).suffix in (".yaml", ".yml"):
-            cases.extend(_suite_file(Path(name), opdiff))
+            cases.extend(_suite_file(Path(name), options))
         else:
             raise UserError(f"unknown suite {name!r}", hint=f"suites: {', '.join(suite_names())}, or a .yaml path")
     unique: dict[str, Case] = {}
