@@ -1,4 +1,4 @@
-"""Prove the guarded memoization in harness/speedups.py changes nothing: run a suite with and
+"""Prove the guarded speedups in harness/speedups/ change nothing: run a suite with and
 without it and compare every item's .pte hash, status and output statistics.
 
     .venv/bin/python benchmarks/verify_speedups.py [--suite ops] [--recipe portable --recipe xnnpack]

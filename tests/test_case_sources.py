@@ -74,6 +74,19 @@ class NoJudge:  # written before judge() was part of the Protocol
 
     def cost(self, case):
         return 1.0
+
+
+class NoBuild:  # no build(): not a case source at all
+    name, description, kinds, requires, warm_discovery, whole_models = "no-build", "", ("nb",), (), False, False
+
+    def prefetch(self):
+        pass
+
+    def discover(self):
+        return []
+
+    def cost(self, case):
+        return 1.0
 '''
 
 
@@ -115,7 +128,7 @@ def test_hf_models_full_is_a_view_of_the_zoo_under_its_former_ids(capfd: pytest.
     from harness.suites import case_judgement, zoo
 
     full = {c.id: c for c in load_suites(["hf-models-full"])}
-    assert "aliases of the zoo's zoo.huggingface.<name> until 2027-06-01" in capfd.readouterr().err  # said once
+    assert capfd.readouterr().err.count("aliases of the zoo's zoo.huggingface.<name> until 2027-06-01") == 1  # said once
     rows = {c.id: c for c in zoo.zoo_cases()}
     assert len(full) == 11
     for alias, case in full.items():
@@ -126,7 +139,13 @@ def test_hf_models_full_is_a_view_of_the_zoo_under_its_former_ids(capfd: pytest.
     alias = dataclasses.replace(fnet, id="model.GoogleFnet.full", spec={**fnet.spec, "zoo": fnet.id})
     recipe = load_recipe("xnnpack")
     want = case_judgement(fnet, "float32", recipe)
-    assert want.rules and case_judgement(alias, "float32", recipe) == want
+    assert want.rules and len(case_judgement(alias, "float32", recipe).rules) == len(want.rules)
+    from harness.cases.case import Item
+    from harness.verdict import _source_xfail
+
+    for case in (fnet, alias):  # the rules hold the alias's own items, as they hold the row's
+        held = _source_xfail(Item(case, "xnnpack", Axes("float32", "static")), recipe)
+        assert [r.reason for r in held] == [r.reason for r in want.rules], case.id
 
 
 @pytest.mark.slow
@@ -182,7 +201,11 @@ def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
     res = _bti(root, "list", "-s", "ops")
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
         "bti: error: case source entry point clash (vendor_pkg.bti:Clash): kind(s) op already built by ops"]
-    root = _dist(tmp_path / "c", "no-judge = vendor_pkg.bti:NoJudge")
+    root = _dist(tmp_path / "c", "no-judge = vendor_pkg.bti:NoJudge")  # written before judge(): one warning, it runs
+    res = _bti(root, "list", "-s", "ops", "-r", "portable", "-k", "op.add.*")
+    assert res.returncode == 0 and res.stdout.strip() and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "lacks judge, report_formats" in res.stderr and "until 2027-06-01" in res.stderr and "BaseCaseSource" in res.stderr
+    root = _dist(tmp_path / "d", "no-build = vendor_pkg.bti:NoBuild")  # lacking more than those: refused in one line
     res = _bti(root, "list", "-s", "ops")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "not a CaseSource" in res.stderr and "judge()" in res.stderr and "BaseCaseSource" in res.stderr

@@ -342,14 +342,16 @@ def test_disable_puts_back_what_enable_replaced() -> None:
     if not sp.enable_all():
         pytest.skip(OFF)
     try:
-        places = [(s.name, owner, attr) for s in sp.SPEEDUPS for owner, attr in s.patched]
+        originals = [(s.name, owner, attr, was) for s in sp.SPEEDUPS for owner, attr, was in s.patched]
+        places = [(name, owner, attr) for name, owner, attr, _ in originals]
         assert {name for name, _, _ in places} == {s.name for s in sp.SPEEDUPS if s.allowed} - {"gc-policy"}
-        ours = [getattr(owner, attr) for _, owner, attr in places]
+        assert all(getattr(owner, attr) is not was for _, owner, attr, was in originals)  # each patch is in place
         sp.disable_all()
         assert not any(s.installed for s in sp.SPEEDUPS)
         theirs = [getattr(owner, attr) for _, owner, attr in places]
-        changed = [name for (name, _, _), a, b in zip(places, ours, theirs, strict=True) if a is b]
-        assert not changed, changed
+        back = [name for (name, owner, attr, was), now in zip(originals, theirs, strict=True)
+                if now is not was and not (isinstance(now, type(was)) and now == was)]
+        assert not back, back  # what each patch replaced is there again
         sp.enable_all()
         again = [getattr(owner, attr) for _, owner, attr in places]
         assert all(a is not b for a, b in zip(again, theirs, strict=True))

@@ -223,7 +223,10 @@ def test_an_unverified_stack_patches_nothing() -> None:
         if not sp.named("typing-cache").installed:
             assert not sp.named("typing-cache").enable() and torch._ops.Callable is callable_before
         for s in sp.SPEEDUPS:
-            assert s.enable() is (s.verified_on is None), s.name
+            if s.by_enable_all:
+                assert s.enable() is False, s.name
+            else:  # the GC schedule runs on any stack (enabling it would freeze this process's heap)
+                assert s.allowed and s.verified_on is None, s.name
         assert sp.enable_all() == []
     finally:
         sp.configure(before)

@@ -49,6 +49,9 @@ class Cell:
         return self.mark + (f" ({', '.join(figures)})" if figures else "")
 
 
+PASSING = frozenset(s.value for s in Status if s.is_pass)  # a status a newer bti wrote counts as not passing
+
+
 def _mark(st: Status) -> str:
     if st is Status.XFAIL:
         return "xfail"
@@ -164,7 +167,7 @@ def table_md(records: Sequence[Record], info: dict[str, dict[str, Any]] | None =
     out = ["| model | " + " | ".join(_name(r) for r in recipes) + " |", "|---|" + "---|" * len(recipes)]
     for row in rows:
         out.append(f"| {_name(row)} | " + " | ".join(c.text if (c := table[row].get(r)) else "—" for r in recipes) + " |")
-    passed = {r: sum(Status(table[row][r].status).is_pass for row in rows if r in table[row]) for r in recipes}
+    passed = {r: sum(table[row][r].status in PASSING for row in rows if r in table[row]) for r in recipes}
     out += ["", LEGEND, "", "Passed: " + " · ".join(f"{_name(r)} {passed[r]}/{len(rows)}" for r in recipes), "",
             "Setup:", "", *setup_notes(info or {}, recipes)]
     return "\n".join(out)

@@ -68,6 +68,6 @@ def enable_all() -> list[str]:
 
 
 def disable_all() -> None:
-    """Undo every installed speedup, the last enabled first."""
+    """Undo every installed speedup, in the reverse of the table's order."""
     for s in reversed(SPEEDUPS):
         s.disable()

@@ -36,7 +36,7 @@ class Speedup:
 
     def __init__(self) -> None:
         self._undo: list[Callable[[], None]] = []
-        self.patched: list[tuple[Any, str]] = []  # (owner, attribute) of every patch in place
+        self.patched: list[tuple[Any, str, Any]] = []  # (owner, attribute, what was there) of every patch in place
 
     def __repr__(self) -> str:
         return f"<speedup {self.number} {self.name}{' installed' if self.installed else ''}>"
@@ -90,7 +90,7 @@ class Speedup:
 
         setattr(owner, attr, replacement)
         self._undo.append(undo)
-        self.patched.append((owner, attr))
+        self.patched.append((owner, attr, original))
         return original
 
     def on_undo(self, undo: Callable[[], None]) -> None:

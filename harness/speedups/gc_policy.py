@@ -28,9 +28,17 @@ class GcPolicy(Speedup):
     number, name, verified_on = 3, "gc-policy", ANY_STACK
     by_enable_all = False  # the runner enables it just before the workers fork
 
-    def install(self) -> None:
+    def enable(self) -> bool:
+        """Freeze the heap now, on every call the plan allows (each pool, reruns too, forks from a frozen heap)."""
+        if not self.allowed:
+            return False
         gc.freeze()
-        self.on_undo(gc.unfreeze)
+        if not self.installed:
+            self.on_undo(gc.unfreeze)  # disable unfreezes everything frozen, this speedup's only freezer
+        return True
+
+    def install(self) -> None:
+        raise AssertionError("enable() freezes")
 
 
 SPEEDUP = GcPolicy()

@@ -103,8 +103,4 @@ class HistogramSearch(Speedup):
         if observer is not None:
             self.original = self.patch(observer.HistogramObserver, "_non_linear_param_search", search)
 
-    def uninstalled(self) -> None:
-        self.original = None
-
-
 SPEEDUP = HistogramSearch()

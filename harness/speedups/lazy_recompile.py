@@ -51,9 +51,7 @@ def _clear_pending(gm: Any) -> None:
 
 def _realize(gm: Any) -> Any:
     _clear_pending(gm)
-    if SPEEDUP.original is None:  # disabled since the graph was marked: torch's method is back in place
-        return type(gm).recompile(gm)
-    return SPEEDUP.original(gm)
+    return SPEEDUP.original(gm)  # torch's (kept after disable: a graph marked while installed realizes with it)
 
 
 def _lazy_recompile(self: Any) -> Any:
@@ -124,10 +122,6 @@ class LazyRecompile(Speedup):
         self.original = self.patch(GraphModule, "recompile", _lazy_recompile)
         self.patch(GraphModule, "__reduce__", _eager(GraphModule.__reduce__))
         self.patch(GraphModule, "__reduce_package__", _eager(GraphModule.__reduce_package__))
-
-    def uninstalled(self) -> None:
-        self.original = None
-
 
 SPEEDUP = LazyRecompile()
 

@@ -99,13 +99,12 @@ class PatternCache(Speedup):
         self.rebind_everywhere(FUNCTION, self.original, self.cached_graph)
 
     def uninstalled(self) -> None:
-        self.original = None
-        self.graphs.clear()
+        self.graphs.clear()  # ``original`` stays: a module that imported ``cached_graph`` while installed still calls it
 
     def cached_graph(self, pattern: Any, example_inputs: Any, is_cuda: bool = False, **kwargs: Any) -> Any:
-        """``_get_aten_graph_module_for_pattern`` once per pattern, a deep copy each call."""
+        """``_get_aten_graph_module_for_pattern`` once per pattern, a deep copy each call (torchao's own once disabled)."""
         key = pattern_key(pattern, example_inputs, is_cuda, kwargs)
-        if key is None:
+        if key is None or not self.installed:
             return self.original(pattern, example_inputs, is_cuda, **kwargs)
         gm = self.graphs.get(key)
         if gm is None:

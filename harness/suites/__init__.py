@@ -20,6 +20,7 @@ Anything not registered is a path to a suite YAML file.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,10 +181,37 @@ def sources() -> dict[str, CaseSource]:
     return _REGISTRY
 
 
+NEWER = ("judge", "report_formats")  # the Protocol's members a source written before 2026-11-26 lacks
+OLD_SOURCES_UNTIL = "2027-06-01"
+
+
+class _WithDefaults:
+    """A source written before ``judge`` and ``report_formats`` joined the Protocol: its own members, their defaults."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @property
+    def report_formats(self) -> Mapping[str, tuple[str, str]]:
+        return dict(getattr(self._inner, "report_formats", {}))
+
+    def judge(self, case: Case, dtype: str, recipe: Any) -> Judgement | None:
+        own = getattr(self._inner, "judge", None)
+        return own(case, dtype, recipe) if own is not None else None
+
+
 def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = None) -> None:
     """Add a case source (checked: it must speak the protocol, and neither its name nor its kinds may be taken)."""
     reg = into if into is not None else sources()
     what = where or repr(src)
+    if not isinstance(src, CaseSource) and isinstance(_WithDefaults(src), CaseSource):
+        print(f"bti: warning: case source {what} lacks {', '.join(m for m in NEWER if not hasattr(src, m))}, part of the "
+              f"CaseSource Protocol since 2026-11-26: it runs with the defaults until {OLD_SOURCES_UNTIL} (subclass "
+              "harness.cases.contract.BaseCaseSource)", file=sys.stderr)
+        src = _WithDefaults(src)
     if not isinstance(src, CaseSource):
         raise UserError(f"case source {what}: not a CaseSource (needs name, description, kinds, requires, "
                         "warm_discovery, whole_models, report_formats, prefetch(), discover(), build(), judge(), cost(); "

@@ -34,7 +34,9 @@ limit is SKIP with both figures, never killed half-way.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
+import glob
 import hashlib
 import json
 import sys
@@ -422,6 +424,8 @@ def judge(case: Case, dtype: str, recipe: Any) -> Judgement:
     rules = tuple(rule for recipes, backends, rule in _expected()
                   if any(fnmatch.fnmatchcase(recipe.name, r) for r in recipes) and (not backends or recipe.backend in backends)
                   and any(fnmatch.fnmatchcase(f"{zoo_id(case)}[{dtype},{shape}]", rule.match) for shape in ("static", "dynamic")))
+    if case.id != zoo_id(case):  # an alias: the row's rules, matched on the alias's own items
+        rules = tuple(dataclasses.replace(r, match=glob.escape(case.id) + "[[]*") for r in rules)
     return Judgement(rules=rules)
 
 

@@ -6,7 +6,8 @@ Registered through the ``bti.case_sources`` entry point (``pyproject.toml``), so
 * ``discover``: the cases (parent side, cheap: no torch);
 * ``build``: one case × axes in a worker: the module, seeded inputs, and further input sets (``more_runs``), each
   run once on the same program and compared;
-* ``judge``: the source's own word on one item: a SKIP with its reason, and a known failure as an xfail rule;
+* ``judge``: the source's own word on one item (here a SKIP with its reason; a ``Judgement`` can also carry an
+  expected failure, a tolerance of its own and known failures as xfail rules);
 * ``cost``: seconds per item, which shards are balanced by.
 
 Everything else comes from ``BaseCaseSource``'s defaults.
