@@ -225,13 +225,19 @@ def test_reports_never_list_statuses() -> None:
 
 def test_the_pipeline_reads_what_sources_declare() -> None:
     """docs/architecture.md: the pipeline, the verdict, the judge and the runner read a case source's ``Built`` and
-    ``Judgement`` (and the source itself) by their declared fields, never by ``getattr`` with a default."""
+    ``Judgement`` (and the source itself) by their declared fields, never by ``getattr`` with a default. The registry's
+    ``register`` and its adapter of older sources are where a plugin's members are checked, so they may ask."""
     import ast
 
     probed = []
     for rel in ("harness/stages.py", "harness/verdict.py", "harness/judge.py", "harness/suites/__init__.py",
                 *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "harness" / "runner").glob("*.py")))):
-        for node in ast.walk(ast.parse((ROOT / rel).read_text())):
+        tree = ast.parse((ROOT / rel).read_text())
+        checkers = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in ("register", "_WithDefaults")]
+        exempt = {id(n) for c in checkers for n in ast.walk(c)}
+        for node in ast.walk(tree):
+            if id(node) in exempt:
+                continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
                 subject = ast.unparse(node.args[0]) if node.args else ""
                 if any(word in subject for word in ("built", "judgement", "src", "source")):
