@@ -285,7 +285,7 @@ def run_item(item: Item, recipe: Recipe, group: Group, run_id: str, bundle_dir: 
     if side_b is not None:
         ratio = round(median / side_b.median_ms, 4) if median and side_b.median_ms else None
         facts["baseline"] = {"pair_b": side_b.recipe[5:], "status": side_b.status, "latency_ratio": ratio,
-                             "b_latency_ms": side_b.median_ms, "judged": False, "b_op": _side_op(item.case, "b"), "b_times_ms": side_b.times_ms,
+                             "b_latency_ms": side_b.median_ms, "judged": False, "b_op": group.built.pair_b_op, "b_times_ms": side_b.times_ms,
                              "diff": diff_figures([to_numpy(o) for o in outs], [to_numpy(o) for o in side_b.outputs])
                              if "comparison" in facts else None}
     elif refs is not None:
@@ -325,23 +325,12 @@ class Baseline:
 def _pair_b(item: Item, recipe: Recipe, group: Group, run_id: str, control: Status | None, control_recipe: str | None,
             attempt: int) -> tuple[Record, Baseline | None]:
     """A pair's b side on the same backend: its record, and its outputs when it passed."""
-    b_name = pair_b_name(item.case)
+    b_name = group.built.pair_b_name
     rec_b, outs_b, median_b = run_item(item, recipe, group.pair_other(), run_id, None, control, control_recipe, attempt,
                                        prefix=f"pair b ({b_name}): ")
     if outs_b is None or not Status(rec_b["status"]).is_pass:
         return rec_b, None
     return rec_b, Baseline(f"pair:{b_name}", rec_b["status"], outs_b, median_b, rec_b.get("times_ms"))
-
-
-def _side_op(case: Any, side: str) -> str | None:
-    op = ((case.spec.get("test") or {}).get(side) or {}).get("op")
-    return str(op.get("path")) if isinstance(op, dict) else (str(op) if op else None)
-
-
-def pair_b_name(case: Any) -> str:
-    """The id of a pair case's b side (a pair names its b case, or carries its side's test under ``b``)."""
-    b = case.spec.get("b")
-    return str(b if isinstance(b, str) else (case.spec.get("test") or {}).get("b", {}).get("id", "b"))
 
 
 def _shape(value: Any) -> str:

@@ -224,4 +224,5 @@ def build_pair(case: Case, axes: Axes, seed: int) -> Built:
     a = build_op(Case(spec["a"], case.suite, "op", spec=spec["a_spec"]), axes, seed)
     b = build_op(Case(spec["b"], case.suite, "op", spec=spec["b_spec"]), axes, seed)
     a.pair_b = dataclasses.replace(b, example=a.example, run=a.run)
+    a.pair_b_name = str(spec["b"])
     return a

@@ -41,7 +41,9 @@ def build_pair(case: Case, axes: Axes, seed: int) -> Built:
     spec = case.spec
     a = _build_side(spec, spec["test"]["a"], int(spec["seed"]))
     b = _build_side(spec, spec["test"]["b"], int(spec["seed"]) + 1)
-    return dataclasses.replace(a, pair_b=b, pair_judged=False)
+    op = spec["test"]["b"].get("op")
+    return dataclasses.replace(a, pair_b=b, pair_judged=False, pair_b_name=str(spec["test"]["b"].get("id", "b")),
+                               pair_b_op=str(op.get("path")) if isinstance(op, dict) else (str(op) if op else None))
 
 
 def _build_side(spec: dict[str, Any], test: dict[str, Any], seed: int) -> Built:

@@ -30,6 +30,8 @@ class Built:
     ref_dtype: str | None = None  # upcast reference dtype
     task: str | None = None  # "classifier" | "lm" (model-level accuracy)
     pair_b: Built | None = None  # a pair case: b's built case, fed a's inputs
+    pair_b_name: str = "b"  # a pair's b side as the record names it ("pair b (<name>): ...")
+    pair_b_op: str | None = None  # the op or module path b runs, when it differs from the case's
     pair_judged: bool = True  # a pair's a is judged against b's outputs (else against its own reference; the a-b diff is a figure)
     random_outputs: bool = False  # the module draws random numbers: only shapes and dtypes can be compared
     more_runs: tuple[tuple[Any, ...], ...] = ()  # further input sets, each run once and compared (sampled inputs)
