@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from harness.cases.case import Axes
-from harness.cases.opdiff import OpdiffOptions, load_opdiff
 from harness.errors import SpecError, UserError
+from harness.opdiff.suite import OpdiffOptions, load_opdiff
 
 from .conftest import FIXTURES
 
@@ -211,7 +211,7 @@ def test_file_code_runs_only_for_suites_the_user_named(inproc, tmp_path: Path) -
         load_suites([str(tmp_path / "lib" / "all.yaml")])
     assert load_suites([str(tmp_path / "lib" / "all.yaml")], options=OpdiffOptions(allow_code=True))
     # the worker refuses a case whose file: paths were not allowed at load, whatever its spec says
-    from harness.builders.build_opdiff import resolve_path
+    from harness.opdiff.build import resolve_path
 
     with pytest.raises(SpecError, match="may not run code"):
         resolve_path("file:toy.py::Scaled", {"code": False, "cwd": str(tmp_path), "base": str(tmp_path / "lib")})

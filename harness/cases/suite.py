@@ -260,7 +260,7 @@ def check_ops(cases: list[Case]) -> None:
             checked.add(op)
         if case.kind == "opdiff" and isinstance(case.op, str) and isinstance(case.spec["test"].get("op"), str) \
                 and case.op not in checked:
-            from harness.builders.build_opdiff import lookup_op
+            from harness.opdiff.build import lookup_op
 
             try:
                 lookup_op(case.op)

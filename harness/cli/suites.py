@@ -64,7 +64,7 @@ def validate(files: tuple[Path, ...]) -> None:
             unchecked = f"; backend options not checked: {recipe.options_error}" if recipe.options_error else ""
             click.echo(f"{path}: recipe {recipe.name} ok (hash {recipe.hash}){unchecked}")
             continue
-        from harness.cases.opdiff import is_opdiff, load_opdiff
+        from harness.opdiff.suite import is_opdiff, load_opdiff
 
         if isinstance(doc, dict) and is_opdiff(doc, path):
             from harness.cases.suite import check_ops

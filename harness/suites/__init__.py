@@ -81,7 +81,7 @@ class BuiltinSource:
 
 
 _OPS = {"op": "harness.builders.build:build_op", "pair": "harness.builders.build:build_pair",
-        "opdiff": "harness.builders.build_opdiff:build", "opdiff-pair": "harness.builders.build_opdiff:build_pair"}
+        "opdiff": "harness.opdiff.build:build", "opdiff-pair": "harness.opdiff.build:build_pair"}
 BUILTIN: tuple[BuiltinSource, ...] = (
     BuiltinSource("ops", "the starter operator suite (YAML)", "harness.suites:_yaml", _OPS, discover_args=(str(HERE / "ops.yaml"), "ops")),
     BuiltinSource("smoke", "a few operators, for a quick check (YAML)", "harness.suites:_yaml", {}, discover_args=(str(HERE / "smoke.yaml"), "smoke")),
@@ -123,10 +123,10 @@ def _yaml(path: str, name: str | None) -> list[Case]:
 
 
 # suite file formats besides bti's own YAML, "module:object" (a SuiteFileFormat), asked in order
-FILE_FORMATS = ("harness.cases.opdiff:FORMAT",)
+FILE_FORMATS = ("harness.opdiff.suite:FORMAT",)
 # results formats of a case source's own, beside bti's reports: `bti report --format NAME` writes FILE with
 # "module:render(header, records) -> str"; a vendor's source adds its own as `report_formats`
-REPORT_FORMATS: dict[str, tuple[str, str]] = {"opdiff": ("opdiff.jsonl", "harness.report.opdiff:render")}
+REPORT_FORMATS: dict[str, tuple[str, str]] = {"opdiff": ("opdiff.jsonl", "harness.opdiff.report:render")}
 
 
 def report_formats(wanted: tuple[str, ...] = ()) -> dict[str, tuple[str, str]]:

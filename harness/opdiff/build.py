@@ -1,4 +1,4 @@
-"""Build an opdiff test (``harness.cases.opdiff``) into a module and its inputs, as opdiff samples them (worker side).
+"""Build an opdiff test (``harness.opdiff.suite``) into a module and its inputs, as opdiff samples them (worker side).
 
 Inputs are opdiff's own: input set ``i`` is drawn with ``torch.manual_seed(seed + i)`` in a forked RNG, the
 positional nodes in order, then the keyword nodes in their order under the same seed (opdiff's ``InputGen``); a
@@ -27,8 +27,8 @@ import torch
 from harness.builders.build import _SLOT, torch_dtype  # the one slot sentinel: copy_module keeps it through deepcopy
 from harness.cases.case import Axes, Case
 from harness.cases.contract import Built
-from harness.cases.opdiff_nodes import sample
 from harness.errors import SpecError
+from harness.opdiff.nodes import sample
 
 
 def build(case: Case, axes: Axes, seed: int) -> Built:
@@ -294,7 +294,7 @@ def resolve_path(path: str, spec: dict[str, Any]) -> Any:
     """A class or function from a dotted path, or from ``file:x.py::Name`` (only in a case whose file: paths were
     allowed at load: ``spec["code"]``)."""
     if path.startswith("file:"):
-        from harness.cases.opdiff import find_code_file
+        from harness.opdiff.suite import find_code_file
 
         if path not in (spec.get("code") or {}):
             raise SpecError(f"{path}: this case may not run code from files (not checked when the suite was loaded)")

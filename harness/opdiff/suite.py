@@ -5,7 +5,7 @@ suite: ``bti run -s suite.yaml``, ``bti validate`` and ``bti list`` take it unch
 it loads the file (includes merged as opdiff merges them), validates every node against the specification with
 opdiff's own messages (one line, ``file:line``), expands ``template_module`` and ``template_compare_pair`` into
 opdiff's own test ids, and resolves presets and dims, so each ``Case.spec`` is self-contained. The worker side is
-``harness.builders.build_opdiff``.
+``harness.opdiff.build``.
 
 Where opdiff's code is laxer than its specification, bti follows the specification: unknown top-level keys and
 unknown node fields are errors (opdiff's pydantic models ignore them), and an unknown dim symbol is an error at
@@ -24,9 +24,9 @@ from typing import Any
 
 from harness.cases.case import Case
 from harness.cases.contract import SuiteOptions
-from harness.cases.opdiff_nodes import NODES
 from harness.cases.yamlload import LDict, LList, load_yaml, where
 from harness.errors import SpecError
+from harness.opdiff.nodes import NODES
 
 TOP_KEYS = ("include", "dims", "presets", "tests")
 TEST_FIELDS = ("id", "impl", "op", "in", "kwargs", "out", "device", "cast_input0_to_complex")

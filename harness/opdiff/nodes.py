@@ -1,7 +1,7 @@
 """opdiff's input grammar: one class per node type, each with its fields, its checks (opdiff's messages), its
 resolution (presets inlined, dims and numeric strings to numbers, dtypes from kinds) and its sampling (opdiff's
 InputGen, worker side: torch is imported only there). ``NODES`` maps a node's ``type`` to its class; the loader
-(``harness.cases.opdiff``) and the builder (``harness.builders.build_opdiff``) dispatch through it and nothing else.
+(``harness.opdiff.suite``) and the builder (``harness.opdiff.build``) dispatch through it and nothing else.
 
 ``check`` and ``resolve`` receive the loader's context ``v`` (``opdiff._Nodes``): its error factory, dims and
 presets, and the shared checks of numbers and symbols.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from harness.cases.opdiff import _Nodes
+    from harness.opdiff.suite import _Nodes
 
 INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli")
 DEFAULT_DTYPE = {"float": "float32", "int": "int64", "bool": "bool"}
@@ -20,7 +20,7 @@ SAMPLING = ("init", "low", "high", "mean", "std", "p")
 
 
 def _lax_float(v: Any) -> float | None:
-    from harness.cases.opdiff import _lax_float as lax
+    from harness.opdiff.suite import _lax_float as lax
 
     return lax(v)
 
@@ -84,14 +84,14 @@ class Tensor(_Typed):
     shaped = distributed = True
 
     def check(self, v: _Nodes, node: dict[str, Any], sub: str, allow_var_ref: bool, depth: int) -> None:
-        from harness.cases.opdiff import _lax_bool
+        from harness.opdiff.suite import _lax_bool
 
         super().check(v, node, sub, allow_var_ref, depth)
         if "requires_grad" in node and _lax_bool(node["requires_grad"]) is None:
             raise v.err(node, f"{sub}.requires_grad", "Input should be a valid boolean", key="requires_grad")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.cases.opdiff import _lax_bool
+        from harness.opdiff.suite import _lax_bool
 
         out = super().resolve(v, node, env)
         out["requires_grad"] = bool(_lax_bool(node.get("requires_grad", False)))
@@ -99,7 +99,7 @@ class Tensor(_Typed):
 
     def sample(self, n: dict[str, Any]) -> Any:
         from harness.builders.build import torch_dtype
-        from harness.builders.build_opdiff import _auto_dist, _by_dist
+        from harness.opdiff.build import _auto_dist, _by_dist
 
         dtype = torch_dtype(n["dtype"])
         t = _by_dist(tuple(n["shape"]), dtype, n["init"] or _auto_dist(dtype), n)
@@ -113,7 +113,7 @@ class ConstTensor(_Typed):
     shaped = distributed = True
 
     def check(self, v: _Nodes, node: dict[str, Any], sub: str, allow_var_ref: bool, depth: int) -> None:
-        from harness.cases.opdiff import _count, _nested_shape
+        from harness.opdiff.suite import _count, _nested_shape
 
         super().check(v, node, sub, allow_var_ref, depth)
         if node.get("value") is not None:
@@ -123,7 +123,7 @@ class ConstTensor(_Typed):
                 raise v.err(node, f"{sub}.value", f"value has shape {got} but the node declares shape {shape}", key="value")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.cases.opdiff import _plain
+        from harness.opdiff.suite import _plain
 
         return {**super().resolve(v, node, env), "value": _plain(node.get("value"))}
 
@@ -147,7 +147,7 @@ class ScalarTensor(_Typed):
             raise v.err(node, f"{sub}.value", "Input should be a number or a boolean", key="value")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.cases.opdiff import _plain
+        from harness.opdiff.suite import _plain
 
         return {**super().resolve(v, node, env), "value": _plain(node.get("value"))}
 
@@ -155,7 +155,7 @@ class ScalarTensor(_Typed):
         import torch
 
         from harness.builders.build import torch_dtype
-        from harness.builders.build_opdiff import _auto_dist, _by_dist
+        from harness.opdiff.build import _auto_dist, _by_dist
 
         dtype = torch_dtype(n["dtype"])
         if n.get("value") is not None:
@@ -180,7 +180,7 @@ class Scalar(_Typed):
     def sample(self, n: dict[str, Any]) -> Any:
         import torch
 
-        from harness.builders.build_opdiff import _scalar_kind
+        from harness.opdiff.build import _scalar_kind
 
         if n["value"] is not None:
             torch.randint(0, 1, ())  # opdiff draws from its one-element choices: the stream moves on
@@ -197,7 +197,7 @@ class IntList(Node):
     name, fields = "int_list", ("elems",)
 
     def check(self, v: _Nodes, node: dict[str, Any], sub: str, allow_var_ref: bool, depth: int) -> None:
-        from harness.cases.opdiff import _lax_int
+        from harness.opdiff.suite import _lax_int
 
         elems = node.get("elems")
         if not isinstance(elems, list) or any(_lax_int(e) is None for e in elems):
@@ -206,7 +206,7 @@ class IntList(Node):
             raise v.err(node, f"{sub}.elems", "Value error, int_list.elems cannot be empty", key="elems")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.cases.opdiff import _lax_int
+        from harness.opdiff.suite import _lax_int
 
         return {"type": self.name, "elems": [_lax_int(e) for e in node["elems"]]}
 
@@ -280,7 +280,7 @@ class Const(Node):
             raise v.err(node, sub, "Field required: value")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.cases.opdiff import _plain
+        from harness.opdiff.suite import _plain
 
         return {"type": self.name, "value": _plain(node["value"])}
 
