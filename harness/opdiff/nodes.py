@@ -19,10 +19,73 @@ DEFAULT_DTYPE = {"float": "float32", "int": "int64", "bool": "bool"}
 SAMPLING = ("init", "low", "high", "mean", "std", "p")
 
 
-def _lax_float(v: Any) -> float | None:
-    from harness.opdiff.suite import _lax_float as lax
+# values as opdiff's pydantic models take them (lax mode), shared with the loader (suite.py)
+_TRUE, _FALSE = {"true", "t", "yes", "y", "on", "1"}, {"false", "f", "no", "n", "off", "0"}
 
-    return lax(v)
+
+def _lax_int(v: Any) -> int | None:
+    """An int as opdiff's pydantic models take one (lax mode): 4, 4.0, "4"; None otherwise."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v.strip())
+    return None
+
+
+def _lax_float(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _lax_bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
+        return v.strip().lower() in _TRUE
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """The value as plain Python (what ``str()`` of it reads in opdiff), without the loader's line bookkeeping."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _nested_shape(value: Any) -> list[int] | None:
+    if isinstance(value, list):
+        if not value:
+            return [0]
+        subs = [_nested_shape(v) for v in value]
+        if any(s is None or s != subs[0] for s in subs):
+            return None
+        return [len(value), *subs[0]]  # type: ignore[misc]
+    if isinstance(value, (int, float, bool)):
+        return []
+    return None
+
+
+def _count(shape: list[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 class Node:
@@ -84,15 +147,11 @@ class Tensor(_Typed):
     shaped = distributed = True
 
     def check(self, v: _Nodes, node: dict[str, Any], sub: str, allow_var_ref: bool, depth: int) -> None:
-        from harness.opdiff.suite import _lax_bool
-
         super().check(v, node, sub, allow_var_ref, depth)
         if "requires_grad" in node and _lax_bool(node["requires_grad"]) is None:
             raise v.err(node, f"{sub}.requires_grad", "Input should be a valid boolean", key="requires_grad")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.opdiff.suite import _lax_bool
-
         out = super().resolve(v, node, env)
         out["requires_grad"] = bool(_lax_bool(node.get("requires_grad", False)))
         return out
@@ -113,8 +172,6 @@ class ConstTensor(_Typed):
     shaped = distributed = True
 
     def check(self, v: _Nodes, node: dict[str, Any], sub: str, allow_var_ref: bool, depth: int) -> None:
-        from harness.opdiff.suite import _count, _nested_shape
-
         super().check(v, node, sub, allow_var_ref, depth)
         if node.get("value") is not None:
             shape = [v._dim(node, d, sub) for d in node["shape"]]
@@ -123,8 +180,6 @@ class ConstTensor(_Typed):
                 raise v.err(node, f"{sub}.value", f"value has shape {got} but the node declares shape {shape}", key="value")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.opdiff.suite import _plain
-
         return {**super().resolve(v, node, env), "value": _plain(node.get("value"))}
 
     def sample(self, n: dict[str, Any]) -> Any:
@@ -147,8 +202,6 @@ class ScalarTensor(_Typed):
             raise v.err(node, f"{sub}.value", "Input should be a number or a boolean", key="value")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.opdiff.suite import _plain
-
         return {**super().resolve(v, node, env), "value": _plain(node.get("value"))}
 
     def sample(self, n: dict[str, Any]) -> Any:
@@ -197,8 +250,6 @@ class IntList(Node):
     name, fields = "int_list", ("elems",)
 
     def check(self, v: _Nodes, node: dict[str, Any], sub: str, allow_var_ref: bool, depth: int) -> None:
-        from harness.opdiff.suite import _lax_int
-
         elems = node.get("elems")
         if not isinstance(elems, list) or any(_lax_int(e) is None for e in elems):
             raise v.err(node, f"{sub}.elems", "Input should be a valid list of integers", key="elems")
@@ -206,8 +257,6 @@ class IntList(Node):
             raise v.err(node, f"{sub}.elems", "Value error, int_list.elems cannot be empty", key="elems")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.opdiff.suite import _lax_int
-
         return {"type": self.name, "elems": [_lax_int(e) for e in node["elems"]]}
 
     def sample(self, n: dict[str, Any]) -> Any:
@@ -280,8 +329,6 @@ class Const(Node):
             raise v.err(node, sub, "Field required: value")
 
     def resolve(self, v: _Nodes, node: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-        from harness.opdiff.suite import _plain
-
         return {"type": self.name, "value": _plain(node["value"])}
 
     def sample(self, n: dict[str, Any]) -> Any:

@@ -26,7 +26,7 @@ from harness.cases.case import Case
 from harness.cases.contract import SuiteOptions
 from harness.cases.yamlload import LDict, LList, load_yaml, where
 from harness.errors import SpecError
-from harness.opdiff.nodes import NODES
+from harness.opdiff.nodes import NODES, _lax_bool, _lax_float, _lax_int, _plain
 
 TOP_KEYS = ("include", "dims", "presets", "tests")
 TEST_FIELDS = ("id", "impl", "op", "in", "kwargs", "out", "device", "cast_input0_to_complex")
@@ -164,45 +164,6 @@ def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
     into["tests"] = into["tests"] + list(other["tests"])
 
 
-_TRUE, _FALSE = {"true", "t", "yes", "y", "on", "1"}, {"false", "f", "no", "n", "off", "0"}
-
-
-def _lax_int(v: Any) -> int | None:
-    """An int as opdiff's pydantic models take one (lax mode): 4, 4.0, "4"; None otherwise."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v.strip())
-    return None
-
-
-def _lax_float(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _lax_bool(v: Any) -> bool | None:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int) and v in (0, 1):
-        return bool(v)
-    if isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
-        return v.strip().lower() in _TRUE
-    return None
-
-
 def _dims(merged: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, raw_value in merged["dims"].items():
@@ -217,6 +178,7 @@ def _dims(merged: dict[str, Any]) -> dict[str, int]:
 
 
 # --- tests and templates ---------------------------------------------------------------------------------------
+
 
 def _op_display(op: Any) -> str:
     if isinstance(op, str):
@@ -419,15 +381,6 @@ def _safe(value: Any) -> str:
 def _suffix(keys: list[str], env: dict[str, Any]) -> str:
     """opdiff's id suffix: ``__k=v`` per template variable, sorted by name, values reduced to [A-Za-z0-9_-]."""
     return "".join(f"__{k}={_safe(env[k])}" for k in keys)
-
-
-def _plain(value: Any) -> Any:
-    """The value as plain Python (what ``str()`` of it reads in opdiff), without the loader's line bookkeeping."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _case(cid: str, suite: str, kind: str, test: dict[str, Any], loc: str, ctx: dict[str, Any], op: str | None = None,
@@ -648,26 +601,6 @@ def find_code_file(file_part: str, cwd: str, base: str) -> Path | None:
     """A ``file:`` path as opdiff resolves it (against the working directory), else against the suite's folder."""
     candidates = [Path(file_part)] if os.path.isabs(file_part) else [Path(cwd) / file_part, Path(base) / file_part]
     return next((c.resolve() for c in candidates if c.is_file()), None)
-
-
-def _nested_shape(value: Any) -> list[int] | None:
-    if isinstance(value, list):
-        if not value:
-            return [0]
-        subs = [_nested_shape(v) for v in value]
-        if any(s is None or s != subs[0] for s in subs):
-            return None
-        return [len(value), *subs[0]]  # type: ignore[misc]
-    if isinstance(value, (int, float, bool)):
-        return []
-    return None
-
-
-def _count(shape: list[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 __all__ = ["LDict", "LList", "OpdiffOptions", "find_code_file", "is_opdiff", "load_opdiff"]
