@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harness.errors import UserError, first_line
 from harness.results import read_records
@@ -75,9 +72,9 @@ def formats(wanted: tuple[str, ...] = ()) -> tuple[str, ...]:
     return (*BTI_FORMATS, *report_formats(tuple(w for w in wanted if w not in BTI_FORMATS)))
 
 
-def _render(ref: str, header: dict[str, Any], records: Any) -> str:
-    module, _, attr = ref.partition(":")
-    return str(getattr(importlib.import_module(module), attr)(header, records))
+def _source_format(render: Callable[..., object], header: dict[str, object], records: object) -> Callable[[], str]:
+    """A case source's own results format as a writer's render step: ``render(header, records)``'s text."""
+    return lambda: str(render(header, records))
 
 
 def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = BTI_FORMATS) -> dict[str, Path]:
@@ -86,7 +83,7 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = BTI_FOR
     passes over the records, one record at a time (``Records``)."""
     from harness.report import badge, csvout, dashboard, junit, markdown
     from harness.results import atomic_write_text
-    from harness.suites import report_formats
+    from harness.suites import report_formats, resolve_ref
 
     header, records = read_records(jsonl)
     try:
@@ -115,7 +112,7 @@ def write_reports(jsonl: Path, out_dir: Path, formats: tuple[str, ...] = BTI_FOR
     }
     for kind, (name, ref) in report_formats(tuple(f for f in formats if f not in writers)).items():  # the sources' own
         if kind in formats:
-            writers[kind] = text(kind, name, functools.partial(_render, ref, h, records))
+            writers[kind] = text(kind, name, _source_format(resolve_ref(ref), h, records))
     failed: list[str] = []
     # JUnit, the slowest writer (~40 % of the time at 134,000 records), runs in a forked child beside the others
     child = _forked(write_junit) if "junit" in formats and len(formats) > 1 and hasattr(os, "fork") else None

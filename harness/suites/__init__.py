@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,10 @@ DEFAULT_SUITES = ("ops", "models")
 ENTRY_POINT_GROUP = "bti.case_sources"
 
 
-def _resolve(ref: str) -> Callable[..., Any]:
+def resolve_ref(ref: str) -> Any:
+    """The object a ``"module:attribute"`` reference names (a registry entry), imported on first use."""
     module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
@@ -60,20 +61,20 @@ class BuiltinSource:
 
     def prefetch(self) -> None:
         if self.prefetch_ref:
-            _resolve(self.prefetch_ref)()
+            resolve_ref(self.prefetch_ref)()
 
     def judge(self, case: Case, dtype: str, recipe: Any) -> Judgement | None:
-        return _resolve(self.judge_ref)(case, dtype, recipe) if self.judge_ref else None
+        return resolve_ref(self.judge_ref)(case, dtype, recipe) if self.judge_ref else None
 
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(self.build_refs)
 
     def discover(self) -> list[Case]:
-        return list(_resolve(self.discover_ref)(*self.discover_args))
+        return list(resolve_ref(self.discover_ref)(*self.discover_args))
 
     def build(self, case: Case, axes: Axes, seed: int) -> Built:
-        built: Built = _resolve(self.build_refs[case.kind])(case, axes, seed)
+        built: Built = resolve_ref(self.build_refs[case.kind])(case, axes, seed)
         return built
 
     def cost(self, case: Case) -> float:
@@ -147,8 +148,7 @@ def _suite_file(path: Path, options: SuiteOptions | None) -> list[Case]:
     if path.is_file():
         doc = load_yaml(path)
         for ref in FILE_FORMATS:
-            module, _, attr = ref.partition(":")
-            fmt: SuiteFileFormat = getattr(importlib.import_module(module), attr)
+            fmt: SuiteFileFormat = resolve_ref(ref)
             if fmt.reads(doc, path):
                 return fmt.load(path, options or SuiteOptions())
     return _yaml(str(path), None)
