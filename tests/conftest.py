@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from .zygote import Zygote, warm_enough
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 FIXTURES = TESTS / "fixtures"
@@ -27,11 +29,14 @@ RECIPE_PATH = os.pathsep.join([str(FIXTURES / "recipes"), str(EXAMPLES / "npu-de
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test`: -n 2 --dist loadgroup), the act scenarios share one worker: they share a
-    session fixture (the snapshot and tool cache) that is worth building once."""
+    """Under pytest-xdist (`make test`: -n 2 --dist loadgroup), the tests of a module that share a module-scoped
+    fixture (one `bti run` several tests read, as test_repro's) run on one worker, which builds the fixture once;
+    every other test goes to whichever worker is free."""
     for item in items:
-        if item.get_closest_marker("act") is not None:
-            item.add_marker(pytest.mark.xdist_group("act"))
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        if any(d.scope == "module" for chain in defs for d in chain):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,11 +60,20 @@ class Result:
     err: str
 
 
+ZYGOTE = Zygote()
+
+
 def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600) -> Result:
-    """Run the real CLI in a subprocess (python -m harness)."""
+    """Run the real CLI in a process of its own (python -m harness): forked from this worker's warm process, which
+    has imported torch and ExecuTorch once (tests/zygote.py), or a new interpreter where ``env`` changes what those
+    import or there is no warm process."""
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *EXAMPLE_PATHS, str(ROOT)]),
                 "BTI_RECIPE_PATH": RECIPE_PATH, "BTI_CACHE_DIR": str(CACHE_DIR)}
     full_env.update(env or {})
+    if warm_enough(env):
+        got = ZYGOTE.run(list(args), cwd or ROOT, full_env, timeout)
+        if got is not None:
+            return Result(*got)
     proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or ROOT, env=full_env,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     return Result(proc.returncode, proc.stdout, proc.stderr)

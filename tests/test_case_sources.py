@@ -204,7 +204,7 @@ def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
     root = _dist(tmp_path / "c", "no-judge = vendor_pkg.bti:NoJudge")  # written before judge(): one warning, it runs
     res = _bti(root, "list", "-s", "ops", "-r", "portable", "-k", "op.add.*")
     assert res.returncode == 0 and res.stdout.strip() and len(res.stderr.strip().splitlines()) == 1, res.stderr
-    assert "lacks judge, report_formats" in res.stderr and "until 2027-06-01" in res.stderr and "BaseCaseSource" in res.stderr
+    assert "lacks judge, report_formats, discover_matching" in res.stderr and "until 2027-06-01" in res.stderr and "BaseCaseSource" in res.stderr
     root = _dist(tmp_path / "d", "no-build = vendor_pkg.bti:NoBuild")  # lacking more than those: refused in one line
     res = _bti(root, "list", "-s", "ops")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1

@@ -39,6 +39,25 @@ def test_every_sample_is_a_case_with_a_stable_id_and_opinfo_dtypes() -> None:
     assert (current().cache_dir / f"opinfo-samples-{torch.__version__}.json").is_file()
 
 
+def test_a_k_filter_counts_only_the_entries_it_can_reach(monkeypatch) -> None:
+    """`bti run -s opinfo -k opinfo.abs.*` counts abs's samples, not all 700 entries': the same cases as the whole
+    source filtered, from a count of the entries whose ids the globs' literal prefixes reach."""
+    from harness.cases.contract import could_match
+    from harness.suites import sources
+
+    counted: list[tuple[str, str]] = []
+    real = opinfo._counts
+    monkeypatch.setattr(opinfo, "_counts", lambda keys: (counted.extend(keys), real(keys))[1])
+    got = sources()["opinfo"].discover_matching(("opinfo.abs.*", "opinfo.sort.default.1[float32]@torch-cpu"))
+    assert sorted(set(counted)) == [("abs", "default"), ("sort", "default")]
+    assert [c.id for c in got] == [c.id for c in opinfo.discover(("abs", "sort"))]
+    # what may go: an id no literal prefix reaches; a glob that starts with a wildcard reaches everything
+    assert not could_match("opinfo.absolute.default.", ("opinfo.abs.*",))
+    assert could_match("opinfo.abs.default.", ("opinfo.abs*",)) and could_match("opinfo.absolute.default.", ("opinfo.abs*",))
+    assert could_match("opinfo.x.default.", ("*.x.*",)) and could_match("opinfo.x.default.", ())
+    assert not could_match("opinfo.x.default.", ("op.*", "zoo.*"))
+
+
 def _active(op: object, device: str, dtype: torch.dtype) -> list[tuple[object, object]]:
     out = []
     for info in [*op.skips, *op.decorators]:  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ too, through the ``bti.case_sources`` entry points) writes only what it has.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,10 @@ class CaseSource(Protocol):
 
     def discover(self) -> list[Case]: ...
 
+    # discover(), less the cases none of ``patterns`` (`bti run -k`'s globs) can match: where discovery is costly
+    # (OpInfo's counts every sample), a source narrows it; ``could_match`` says what may go, and the filter still applies
+    def discover_matching(self, patterns: tuple[str, ...]) -> list[Case]: ...
+
     def build(self, case: Case, axes: Axes, seed: int) -> Built: ...  # worker side
 
     def judge(self, case: Case, dtype: str, recipe: Any) -> Judgement | None: ...  # parent and worker side
@@ -123,6 +128,9 @@ class BaseCaseSource:
     def discover(self) -> list[Case]:
         raise NotImplementedError
 
+    def discover_matching(self, patterns: tuple[str, ...]) -> list[Case]:
+        return self.discover()
+
     def build(self, case: Case, axes: Axes, seed: int) -> Built:
         raise NotImplementedError
 
@@ -131,3 +139,16 @@ class BaseCaseSource:
 
     def cost(self, case: Case) -> float:
         return 1.0
+
+
+def could_match(prefix: str, patterns: tuple[str, ...]) -> bool:
+    """Whether an id beginning with ``prefix`` (every item, group and case id of a case begins with its case id) can
+    match one of the fnmatch ``patterns``, judged by each pattern's literal part before its first wildcard. No patterns:
+    everything can."""
+    if not patterns:
+        return True
+    for pattern in patterns:
+        literal = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+        if prefix.startswith(literal) or literal.startswith(prefix):
+            return True
+    return False

@@ -77,7 +77,7 @@ def plan(suites: list[str], recipe_names: list[str], filters: Filters, check: bo
     names = [r.name for r in recipes]
     if len(set(names)) != len(names):
         raise UserError(f"recipe given twice: {', '.join(names)}")
-    cases = load_suites(suites, check=check, options=suite_options)
+    cases = load_suites(suites, check=check, options=suite_options, patterns=filters.patterns)
     return recipes, expand(cases, recipes, filters)
 
 

@@ -56,6 +56,7 @@ class BuiltinSource:
     whole_models: bool = False
     discover_args: tuple[Any, ...] = field(default=())
     prefetch_ref: str = ""  # "module:function()" that starts discovery in the background, if it can
+    narrows: bool = False  # its discover function takes ``patterns=`` (discover_matching)
     judge_ref: str = ""  # "module:function(case, dtype, recipe)": the source's own word on an item (skip, xfail, tolerance)
     report_formats: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # its own results formats
 
@@ -72,6 +73,11 @@ class BuiltinSource:
 
     def discover(self) -> list[Case]:
         return list(resolve_ref(self.discover_ref)(*self.discover_args))
+
+    def discover_matching(self, patterns: tuple[str, ...]) -> list[Case]:
+        if not (self.narrows and patterns):
+            return self.discover()
+        return list(resolve_ref(self.discover_ref)(*self.discover_args, patterns=patterns))
 
     def build(self, case: Case, axes: Axes, seed: int) -> Built:
         built: Built = resolve_ref(self.build_refs[case.kind])(case, axes, seed)
@@ -110,7 +116,7 @@ BUILTIN: tuple[BuiltinSource, ...] = (
     BuiltinSource("core-ops-ci", "a sample of core-ops for CI", "harness.suites:_core_ci", {}),
     BuiltinSource("opinfo", "PyTorch's OpInfo sample inputs, every entry of the installed torch (each sample a case; "
                   "OpInfo's dtypes, skips, expected failures and tolerances per device type)", "harness.suites.opinfo:discover",
-                  {"opinfo": "harness.suites.opinfo:build"}, per_item=0.2, warm_discovery=True,
+                  {"opinfo": "harness.suites.opinfo:build"}, per_item=0.2, warm_discovery=True, narrows=True,
                   judge_ref="harness.suites.opinfo:judge_item"),
     BuiltinSource("opinfo-ci", "a sample of opinfo for CI: 34 entries across OpInfo's kinds", "harness.suites.opinfo:discover_ci",
                   {}, per_item=0.2, warm_discovery=True),
@@ -181,7 +187,7 @@ def sources() -> dict[str, CaseSource]:
     return _REGISTRY
 
 
-NEWER = ("judge", "report_formats")  # the Protocol's members a source written before 2026-11-26 lacks
+NEWER = ("judge", "report_formats", "discover_matching")  # the Protocol's members a source written before 2026-11-26 lacks
 OLD_SOURCES_UNTIL = "2027-06-01"
 
 
@@ -202,6 +208,10 @@ class _WithDefaults:
         own = getattr(self._inner, "judge", None)
         return own(case, dtype, recipe) if own is not None else None
 
+    def discover_matching(self, patterns: tuple[str, ...]) -> list[Case]:
+        own = getattr(self._inner, "discover_matching", None)
+        return list(own(patterns) if own is not None else self._inner.discover())
+
 
 def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = None) -> None:
     """Add a case source (checked: it must speak the protocol, and neither its name nor its kinds may be taken)."""
@@ -214,7 +224,8 @@ def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = Non
         src = _WithDefaults(src)
     if not isinstance(src, CaseSource):
         raise UserError(f"case source {what}: not a CaseSource (needs name, description, kinds, requires, "
-                        "warm_discovery, whole_models, report_formats, prefetch(), discover(), build(), judge(), cost(); "
+                        "warm_discovery, whole_models, report_formats, prefetch(), discover(), discover_matching(), build(), judge(), "
+                        "cost(); "
                         "harness.cases.contract.BaseCaseSource has the defaults)")
     if src.name in reg:
         raise UserError(f"case source {what}: the suite name {src.name!r} is taken")
@@ -286,10 +297,12 @@ def prefetch(names: list[str] | tuple[str, ...]) -> None:
             reg[name].prefetch()
 
 
-def load_suites(names: list[str] | tuple[str, ...], check: bool = True, options: SuiteOptions | None = None) -> list[Case]:
+def load_suites(names: list[str] | tuple[str, ...], check: bool = True, options: SuiteOptions | None = None,
+                patterns: tuple[str, ...] = ()) -> list[Case]:
     """The named suites' cases. ``check=False`` leaves resolving ops against torch to the caller
     (``harness.cases.suite.check_ops``), as ``bti run`` does for the items it actually executes. ``options``
-    (``SuiteOptions``): how suite files load; by default none of the code they name runs."""
+    (``SuiteOptions``): how suite files load; by default none of the code they name runs. ``patterns``: the run's
+    ``-k`` globs, which a source may narrow its discovery by (``CaseSource.discover_matching``)."""
     from harness.cases.suite import check_ops
 
     reg = sources()
@@ -301,7 +314,7 @@ def load_suites(names: list[str] | tuple[str, ...], check: bool = True, options:
             if missing:
                 raise UserError(f"suite {name} needs {', '.join(missing)} (not installed)",
                                 hint="pip install 'bti[models]'" if "transformers" in missing else None)
-            cases.extend(src.discover())
+            cases.extend(src.discover_matching(patterns))
         elif Path(name).suffix in (".yaml", ".yml"):
             cases.extend(_suite_file(Path(name), options))
         else:

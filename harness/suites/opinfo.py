@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from harness.cases.case import Case
-from harness.cases.contract import Judgement
+from harness.cases.contract import Judgement, could_match
 
 SUITE = "opinfo"
 SKIP_DTYPES = ("complex32",)  # experimental in torch ("BComplex32 support is experimental")
@@ -100,8 +100,10 @@ def _counts(keys: list[tuple[str, str]]) -> dict[str, dict[str, int]]:
     return known
 
 
-def discover(ops: tuple[str, ...] | None = None, suite: str = SUITE) -> list[Case]:
-    keys = [k for k in entries() if ops is None or k[0] in ops]
+def discover(ops: tuple[str, ...] | None = None, suite: str = SUITE, patterns: tuple[str, ...] = ()) -> list[Case]:
+    """The entries' samples as cases (``ops``: only these entries), counting only entries whose ids can match
+    ``patterns`` (`bti run -k`): a run of one op does not count the samples of all 700."""
+    keys = [k for k in entries() if (ops is None or k[0] in ops) and could_match(f"opinfo.{k[0]}.{k[1]}.", patterns)]
     counts = _counts(keys)
     cases = []
     for name, variant in keys:

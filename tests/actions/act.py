@@ -7,6 +7,10 @@
   caller pins it; caller repositories are built from ``tests/actions/caller`` plus one scenario workflow;
 * act's artifact and cache servers bind to 127.0.0.1, and the GitHub API is the loopback fake
   (``tests/github_fake.py``) through ``GITHUB_API_URL``;
+* pip installs from a wheelhouse built once per session (``build_wheelhouse``: the build requirement, setuptools),
+  with the index off (``PIP_NO_INDEX``), as on a runner behind a package mirror: each job still builds and installs
+  bti, its plugin and the upstream commit, but no longer waits on the index; a scenario that installs the other
+  torch/executorch pair keeps the index (``index=True``);
 * setup-python's stand-in finds Python in a toolcache built here: this interpreter's stdlib, with the
   test venv's site-packages visible, so a job's ``venv --system-site-packages`` finds torch installed,
   as on a vendor runner with torch preinstalled, and pip only installs bti and the caller's plugin.
@@ -14,6 +18,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -97,6 +102,24 @@ def build_toolcache(cache: Path) -> Path:
     return home
 
 
+def build_wheelhouse(path: Path) -> Path | None:
+    """``path`` holding the wheels a job's pip needs beyond what the runner's interpreter has, downloaded once (the
+    workers of one session take turns on a lock): the build requirement of bti, the caller's plugin and the upstream
+    stand-in (setuptools), and what the merge job's torch-free venv installs (``requirements-report.txt``, with
+    their dependencies). None where the index cannot be reached: the jobs then use the index, as before."""
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (path / ".complete").exists():
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                                   "--only-binary=:all:", "-d", str(path), "setuptools>=77", "-r", str(ROOT / "requirements-report.txt")],
+                                  capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                return None
+            (path / ".complete").touch()
+    return path
+
+
 @dataclass
 class ActRun:
     code: int
@@ -145,8 +168,9 @@ def free_port() -> int:
 
 def run_act(workdir: Path, workflow: str, event_name: str, event: dict[str, Any], *, home: Path, tmp: Path, api_url: str,
             token: str = "ghs_act_test_token", env: dict[str, str] | None = None, variables: dict[str, str] | None = None,
-            timeout: float = 900) -> ActRun:
-    """Run ``workdir/.github/workflows/<workflow>`` for one event; every server stays on 127.0.0.1."""
+            timeout: float = 900, index: bool = False) -> ActRun:
+    """Run ``workdir/.github/workflows/<workflow>`` for one event; every server stays on 127.0.0.1. pip reads the
+    session's wheelhouse and not the index, unless ``index`` (or there is no wheelhouse)."""
     repos = home / "repos"
     artifacts = tmp / "artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -162,6 +186,9 @@ def run_act(workdir: Path, workflow: str, event_name: str, event: dict[str, Any]
         cmd += ["-P", f"{label}=-self-hosted"]
     for ref, name in ACTIONS.items():
         cmd += ["--local-repository", f"{ref}={STANDINS / name}"]
+    wheelhouse = home / "wheelhouse"
+    if not index and any(wheelhouse.glob("*.whl")):
+        env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse), **(env or {})}
     for key, value in (env or {}).items():
         cmd += ["--env", f"{key}={value}"]
     for key, value in (variables or {}).items():

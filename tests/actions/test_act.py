@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from ..github_fake import FakeGitHub
-from .act import HERE, ROOT, ActRun, build_toolcache, commit_tree, git, run_act, snapshot_bti
+from .act import HERE, ROOT, ActRun, build_toolcache, build_wheelhouse, commit_tree, git, run_act, snapshot_bti
 
 pytestmark = pytest.mark.act
 
@@ -27,10 +28,15 @@ GOLDEN = ROOT / "tests" / "golden"
 
 @pytest.fixture(scope="session")
 def act_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """repos/ (bti-org/bti snapshot of this tree, callers) and toolcache/, shared by the scenarios."""
+    """repos/ (bti-org/bti snapshot of this tree, callers), toolcache/ and wheelhouse/, shared by the scenarios a
+    worker runs; the wheelhouse is downloaded once for every worker of the session."""
     home = tmp_path_factory.mktemp("act")
     snapshot_bti(home / "repos")
     build_toolcache(home / "toolcache")
+    root = tmp_path_factory.getbasetemp()
+    shared = build_wheelhouse((root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "act-wheelhouse")
+    if shared is not None:
+        (home / "wheelhouse").symlink_to(shared)
     return home
 
 
@@ -147,7 +153,7 @@ def test_other_pair_through_executorch_spec(scenario, fake: FakeGitHub) -> None:
     runner whose interpreter has this pair, runs real programs on it, and the results header records what ran."""
     other = _other_pair()
     sc = scenario("pair.yml")
-    run = sc.run("pull_request", sc.pull_request_event(), fake,
+    run = sc.run("pull_request", sc.pull_request_event(), fake, index=True,
                  variables={"TORCH_SPEC": f"torch=={other['torch']}", "EXECUTORCH_SPEC": f"executorch=={other['executorch']}"})
     assert run.jobs == {"pair/suite": "success"}, run.log[-4000:]
     lines = [json.loads(x) for x in (run.artifacts / "bti-results-all" / "results.jsonl").read_text().splitlines()]
