@@ -148,8 +148,8 @@ def test_the_model_table_has_agreement_latency_ratio_and_setup_notes(tmp_path: P
     rows = (tmp_path / "rep" / "models.csv").read_text().splitlines()
     assert "zoo.timm.a,xnnpack,PASS,top-1 50%,0.25," in rows
     assert "zoo.timm.a,onnxruntime,FAIL_RUN,,,\"'=HYPERLINK(\"\"https://evil\"\")\"" in rows  # no formula for a spreadsheet
-    order, _ = models.cells([("x", "m", _model_records())])
-    assert order == ["zoo.timm.a", "zoo.torchbench.b", "zoo.torchbench.c"]  # the lists' order: huggingface, timm, torchbench
+    order, _ = models.cells([("x", "m", list(reversed(_model_records())))])
+    assert order == ["zoo.timm.a", "zoo.torchbench.b", "zoo.torchbench.c"]  # by case id: each list's rows together
 
 
 def test_the_portal_models_page_links_each_cell_to_its_item(tmp_path: Path, bti) -> None:

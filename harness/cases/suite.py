@@ -248,24 +248,24 @@ def _substitute(value: Any, binding: dict[str, Any], loc: str) -> Any:
 
 def check_ops(cases: list[Case]) -> None:
     """Resolve every case's ``op`` against torch (imports torch): an unknown op is a SpecError at
-    the line that names it. Kept apart from loading so a run whose items all come from the cache
+    the line that names it (bti's own YAML here; another suite file format's kinds by their registered check,
+    ``harness.suites.OP_CHECKS``). Kept apart from loading so a run whose items all come from the cache
     never imports torch."""
     from harness.cases.ops import resolve_op
+    from harness.suites import op_checks
 
+    checks = op_checks({c.kind for c in cases})
     checked: set[str] = set()
     for case in cases:
         op = case.spec.get("op") if case.kind == "op" else None
         if isinstance(op, str) and op not in checked:
             resolve_op(op, case.op_loc or case.source)
             checked.add(op)
-        if case.kind == "opdiff" and isinstance(case.op, str) and isinstance(case.spec["test"].get("op"), str) \
-                and case.op not in checked:
-            from harness.opdiff.build import lookup_op
-
-            try:
-                lookup_op(case.op)
-            except (KeyError, ValueError) as exc:
-                raise SpecError(f"{case.op_loc or case.source}: unknown op {case.op!r}: {exc.args[0] if exc.args else exc}") from None
+        check = checks.get(case.kind)
+        if check is not None and isinstance(case.op, str) and case.op not in checked:
+            problem = check(case)
+            if problem:
+                raise SpecError(f"{case.op_loc or case.source}: unknown op {case.op!r}: {problem}")
             checked.add(case.op)
 
 

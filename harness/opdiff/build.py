@@ -290,6 +290,18 @@ def lookup_op(op: str) -> Any:
     return base_op
 
 
+def op_problem(case: Case) -> str | None:
+    """Why the torch op an opdiff case calls (``namespace::name[.overload]``) does not exist, or None (a module
+    case has nothing to check here)."""
+    if not isinstance(case.op, str) or not isinstance(case.spec["test"].get("op"), str):
+        return None
+    try:
+        lookup_op(case.op)
+    except (KeyError, ValueError) as exc:
+        return str(exc.args[0] if exc.args else exc)
+    return None
+
+
 def resolve_path(path: str, spec: dict[str, Any]) -> Any:
     """A class or function from a dotted path, or from ``file:x.py::Name`` (only in a case whose file: paths were
     allowed at load: ``spec["code"]``)."""

@@ -98,7 +98,7 @@ def is_model(rec: Record) -> bool:
 def cells(columns: list[tuple[str, str, list[Record]]], link: Callable[[str, Record], str] | None = None
           ) -> tuple[list[str], dict[str, dict[str, Cell]]]:
     """``columns``: (label, where, records); ``where`` names the machine and software stack, and a latency is divided
-    by ``torch-cpu``'s of the same row in the same ``where`` only. Returns the model rows in order and {row: {label: Cell}}. A row is a
+    by ``torch-cpu``'s of the same row in the same ``where`` only. Returns the model rows (by case id) and {row: {label: Cell}}. A row is a
     case (its dtype/shape variants are one model; the worst outcome stands for them)."""
     base: dict[tuple[str, str], float] = {}
     for _label, where, recs in columns:
@@ -120,12 +120,7 @@ def cells(columns: list[tuple[str, str, list[Record]]], link: Callable[[str, Rec
             ran = st.is_pass or st.is_failure or st is Status.XFAIL
             out[row][label] = Cell(st.value, _mark(st), _agreement(rec) if ran else "", ratio,
                                    str(rec.get("detail") or "")[:300], link(label, rec) if link else "")
-    return sorted(out, key=_row_order), out
-
-
-def _row_order(row: str) -> tuple[int, str]:
-    lists = ("zoo.huggingface.", "zoo.timm.", "zoo.torchbench.")
-    return next((i for i, p in enumerate(lists) if row.startswith(p)), len(lists)), row.lower()
+    return sorted(out, key=lambda row: (row.lower(), row)), out  # by case id: a source's lists stay together
 
 
 def setup_notes(info: dict[str, dict[str, Any]], labels: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +131,13 @@ def _yaml(path: str, name: str | None) -> list[Case]:
 
 # suite file formats besides bti's own YAML, "module:object" (a SuiteFileFormat), asked in order
 FILE_FORMATS = ("harness.opdiff.suite:FORMAT",)
+# how a format's kind checks the torch op its case names before a run: "module:function(case) -> problem or None"
+OP_CHECKS: dict[str, str] = {"opdiff": "harness.opdiff.build:op_problem"}
+
+
+def op_checks(kinds: set[str]) -> dict[str, Callable[[Case], str | None]]:
+    """The registered op checks of these kinds (imported only when a case of the kind is there)."""
+    return {kind: resolve_ref(ref) for kind, ref in OP_CHECKS.items() if kind in kinds}
 # results formats of a case source's own, beside bti's reports: `bti report --format NAME` writes FILE with
 # "module:render(header, records) -> str"; a vendor's source adds its own as `report_formats`
 REPORT_FORMATS: dict[str, tuple[str, str]] = {"opdiff": ("opdiff.jsonl", "harness.opdiff.report:render")}
