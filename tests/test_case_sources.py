@@ -55,6 +55,17 @@ class VendorModels(BaseCaseSource):  # the defaults: requires (), no warm discov
         return 42.0
 
 
+class VendorFormat:  # a suite file format of the vendor's own: a top-level `vendor_models:` list of hidden sizes
+    def reads(self, doc, path):
+        return isinstance(doc, dict) and "vendor_models" in doc
+
+    def load(self, path, options):
+        import yaml
+
+        return [Case(id=f"model.vendor_mlp.h{h}", suite=path.stem, kind="vendor", spec={"hidden": h}, op=None,
+                     tags=("vendor",), source=str(path)) for h in yaml.safe_load(path.read_text())["vendor_models"]]
+
+
 class Clash(VendorModels):
     name = "clash"
     kinds = ("op",)
@@ -180,20 +191,27 @@ def test_shards_balance_by_source_cost() -> None:
 
 @pytest.mark.slow
 def test_vendor_source_through_an_entry_point(tmp_path: Path) -> None:
-    root = _dist(tmp_path / "site", "vendor-models = vendor_pkg.bti:VendorModels")
+    """A vendor's package adds a case source (its loader, builder, judge and results format) and a suite file format
+    of its own, through entry points, and bti runs both without naming them."""
+    root = _dist(tmp_path / "site", "vendor-models = vendor_pkg.bti:VendorModels\n[bti.suite_formats]\nvendor = vendor_pkg.bti:VendorFormat")
+    (tmp_path / "mine.yaml").write_text("vendor_models: [4, 16]\n")
     listed = _bti(root, "list", "-s", "vendor-models", "-r", "portable")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.split() == ["model.vendor_mlp.v1[float32,static]@portable", "model.vendor_mlp.wide[float32,static]@portable"]
     out = tmp_path / "out"
-    run = _bti(root, "run", "-s", "vendor-models", "-r", "portable", "-o", str(out), "-j", "1", "--no-reuse", "--no-report")
+    run = _bti(root, "run", "-s", "vendor-models", "-s", str(tmp_path / "mine.yaml"), "-r", "portable", "-o", str(out), "-j", "1",
+               "--no-reuse", "--no-report")
     assert run.returncode == 0, run.stderr
     recs = {r["case"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines()[1:])}
+    assert recs["model.vendor_mlp.h16"]["status"] == "PASS" and recs["model.vendor_mlp.h16"]["suite"] == "mine"  # its own file format
     v1, wide = recs["model.vendor_mlp.v1"], recs["model.vendor_mlp.wide"]
     assert v1["status"] == "PASS" and v1["suite"] == "vendor-models"  # built in the worker by the vendor's build()
     assert wide["status"] == "SKIP" and "needs the vendor's NPU memory" in wide["detail"]  # the vendor's judge()
     rep = _bti(root, "report", str(out / "results.jsonl"), "-o", str(out), "--format", "md,vendor-csv")
     assert rep.returncode == 0, rep.stderr  # the vendor's own results format, beside bti's
-    assert sorted((out / "vendor.csv").read_text().splitlines()) == ["model.vendor_mlp.v1,portable,PASS", "model.vendor_mlp.wide,portable,SKIP"]
+    assert sorted((out / "vendor.csv").read_text().splitlines()) == [
+        "model.vendor_mlp.h16,portable,PASS", "model.vendor_mlp.h4,portable,PASS", "model.vendor_mlp.v1,portable,PASS",
+        "model.vendor_mlp.wide,portable,SKIP"]
 
 
 def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
@@ -213,3 +231,8 @@ def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
     res = _bti(root, "list", "-s", "ops")
     assert res.returncode == 2 and res.stderr.startswith("bti: error: case source broken (vendor_pkg.nothere:X): cannot load: ")
     assert "Traceback" not in res.stderr
+    root = _dist(tmp_path / "e", "[bti.suite_formats]\nnot-a-format = vendor_pkg.bti:NoBuild")  # a suite format lacking load()
+    (tmp_path / "s.yaml").write_text("cases: []\n")
+    res = _bti(root, "list", "-s", str(tmp_path / "s.yaml"))
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "bti: error: suite format not-a-format (vendor_pkg.bti:NoBuild): not a SuiteFileFormat (needs reads(doc, path) and load(path, options))"]

@@ -65,8 +65,10 @@ class SuiteOptions:
         return any(Path(n).resolve() == path.resolve() for n in self.named)
 
 
+@runtime_checkable
 class SuiteFileFormat(Protocol):
-    """A suite file format besides bti's own YAML (registered in ``harness.suites.FILE_FORMATS``)."""
+    """A suite file format besides bti's own YAML (registered in ``harness.suites.FILE_FORMATS``, or by a vendor's
+    package through the ``bti.suite_formats`` entry points)."""
 
     def reads(self, doc: Any, path: Path) -> bool: ...  # whether a loaded YAML document is in this format
 

@@ -33,6 +33,7 @@ from harness.errors import UserError
 HERE = Path(__file__).parent
 DEFAULT_SUITES = ("ops", "models")
 ENTRY_POINT_GROUP = "bti.case_sources"
+FORMAT_GROUP = "bti.suite_formats"  # a vendor's suite file formats (SuiteFileFormat objects or classes)
 
 
 def resolve_ref(ref: str) -> Any:
@@ -160,11 +161,29 @@ def _suite_file(path: Path, options: SuiteOptions | None) -> list[Case]:
 
     if path.is_file():
         doc = load_yaml(path)
-        for ref in FILE_FORMATS:
-            fmt: SuiteFileFormat = resolve_ref(ref)
+        for fmt in file_formats():
             if fmt.reads(doc, path):
                 return fmt.load(path, options or SuiteOptions())
     return _yaml(str(path), None)
+
+
+def file_formats() -> list[SuiteFileFormat]:
+    """The suite file formats besides bti's own YAML, asked in order: the built-in ones (``FILE_FORMATS``), then the
+    ``bti.suite_formats`` entry points of installed packages; one that cannot load, or is no format, is one line."""
+    from importlib.metadata import entry_points
+
+    out: list[SuiteFileFormat] = [resolve_ref(ref) for ref in FILE_FORMATS]
+    for ep in entry_points(group=FORMAT_GROUP):
+        try:
+            obj = ep.load()
+            fmt = obj() if isinstance(obj, type) else obj
+        except Exception as exc:
+            raise UserError(f"suite format {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}") from None
+        if not isinstance(fmt, SuiteFileFormat):
+            raise UserError(f"suite format {ep.name} ({ep.value}): not a SuiteFileFormat (needs reads(doc, path) and "
+                            "load(path, options))")
+        out.append(fmt)
+    return out
 
 
 def _core_ci() -> list[Case]:
