@@ -29,6 +29,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from harness.cases.contract import REPRO_ON_REQUEST
 from harness.errors import UserError, first_line
 from harness.judge import REL_FLOOR
 
@@ -773,7 +774,7 @@ def write_failures(results: Path, directory: Path, limit: int, suites: tuple[str
     header, latest = read_latest(results)
     failing = [r for r in latest if status_of(r).is_failure and reproduced_status(r)
                and r.get("backend") == "executorch"  # ExecuTorch's own flows (a plugin's backend has its own name)
-               and not str(r.get("case", "")).startswith("zoo.")]  # a zoo model's program is its weights: on request only
+               and REPRO_ON_REQUEST not in (r.get("tags") or [])]  # a real-size model's program is its weights
     first: dict[str, Any] = {}
     for r in failing:  # one per root cause first
         first.setdefault(_bug(r), r)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cases.contract import REPRO_ON_REQUEST
 from harness.suites import load_suites, zoo
 from tests.test_portal import INJECTED, _header, _rec, _write
 
@@ -22,6 +23,8 @@ def test_the_zoo_holds_every_row_of_the_three_lists_under_their_own_names() -> N
     cases = load_suites(["zoo"])
     assert Counter(c.spec["list"] for c in cases) == {"huggingface": 55, "timm": 18, "torchbench": 104}
     assert len({c.id for c in cases}) == len(cases)
+    # real-size weights: `bti run --repro` writes no script for a row by itself (harness.repro), `bti repro ITEM` does
+    assert all(REPRO_ON_REQUEST in c.tags for c in cases)
     names = {c.spec["list"]: set() for c in cases}
     for c in cases:
         names[c.spec["list"]].add(c.spec["model"])

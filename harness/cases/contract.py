@@ -18,6 +18,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from harness.cases.case import Axes, Case
 
+# a case tag: its standalone script would carry real-size weights, so `bti run --repro` leaves it out of the scripts a
+# run writes by itself; `bti repro ITEM` writes it on request
+REPRO_ON_REQUEST = "repro-on-request"
+
 
 @dataclass
 class Built:

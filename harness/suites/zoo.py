@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cases.case import Case
-from harness.cases.contract import Judgement
+from harness.cases.contract import REPRO_ON_REQUEST, Judgement
 from harness.suites.zoo_builders import BUILDERS, vocab
 
 HERE = Path(__file__).parent
@@ -347,7 +347,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
             params, outputs = float(size["params"]), float(size.get("outputs", 0))
             spec["memory_gb"] = memory_gb(params, outputs)
             spec["memory_gb_without_export"] = memory_gb(params, outputs, EAGER_FACTOR)  # eager and compiled backends
-        cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else [])),
+        cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else []), REPRO_ON_REQUEST),
                           spec=spec, dtypes=("float32",), shapes=("static",), source=m.target or f"torchbench:{m.name}"))
     return cases
 
