@@ -65,6 +65,9 @@ class VendorFormat:  # a suite file format of the vendor's own: a top-level `ven
         return [Case(id=f"model.vendor_mlp.h{h}", suite=path.stem, kind="vendor", spec={"hidden": h}, op=None,
                      tags=("vendor",), source=str(path)) for h in yaml.safe_load(path.read_text())["vendor_models"]]
 
+    def summary(self, cases):
+        return f"ok (vendor models), {len(cases)} models"
+
 
 class Clash(VendorModels):
     name = "clash"
@@ -195,6 +198,8 @@ def test_vendor_source_through_an_entry_point(tmp_path: Path) -> None:
     of its own, through entry points, and bti runs both without naming them."""
     root = _dist(tmp_path / "site", "vendor-models = vendor_pkg.bti:VendorModels\n[bti.suite_formats]\nvendor = vendor_pkg.bti:VendorFormat")
     (tmp_path / "mine.yaml").write_text("vendor_models: [4, 16]\n")
+    valid = _bti(root, "validate", str(tmp_path / "mine.yaml"))
+    assert valid.returncode == 0 and valid.stdout.strip() == f"{tmp_path / 'mine.yaml'}: ok (vendor models), 2 models", valid.stderr
     listed = _bti(root, "list", "-s", "vendor-models", "-r", "portable")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.split() == ["model.vendor_mlp.v1[float32,static]@portable", "model.vendor_mlp.wide[float32,static]@portable"]
@@ -235,4 +240,4 @@ def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text("cases: []\n")
     res = _bti(root, "list", "-s", str(tmp_path / "s.yaml"))
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
-        "bti: error: suite format not-a-format (vendor_pkg.bti:NoBuild): not a SuiteFileFormat (needs reads(doc, path) and load(path, options))"]
+        "bti: error: suite format not-a-format (vendor_pkg.bti:NoBuild): not a SuiteFileFormat (needs reads(doc, path), load(path, options) and summary(cases))"]

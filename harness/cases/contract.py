@@ -50,7 +50,7 @@ class Judgement:
     """A case source's own word on one item (case, dtype, recipe): all optional."""
 
     skip: str | None = None  # SKIP, with the reason and where the source says so
-    xfail: str | None = None  # an expected failure of any failing status: where the source says so
+    xfail: str | None = None  # an expected failure of the device (status.DEVICE_FAILURES): where the source says so
     tolerance: Mapping[str, float] | None = None  # the source's own tolerance for this dtype (atol, rtol)
     rules: tuple[Any, ...] = ()  # known failures as recipe xfail rules (harness.recipes), each with status and message
 
@@ -77,6 +77,8 @@ class SuiteFileFormat(Protocol):
     def reads(self, doc: Any, path: Path) -> bool: ...  # whether a loaded YAML document is in this format
 
     def load(self, path: Path, options: SuiteOptions) -> list[Case]: ...
+
+    def summary(self, cases: list[Case]) -> str: ...  # what a file's cases hold, for `bti validate` ("ok (…), …")
 
 
 @runtime_checkable

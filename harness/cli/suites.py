@@ -53,9 +53,11 @@ def _print_recipes(names: tuple[str, ...]) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(files: tuple[Path, ...]) -> None:
     """Load and expand suite files (or recipe files) without running anything."""
-    from harness.cases.suite import load_suite
+    from harness.cases.contract import SuiteOptions
+    from harness.cases.suite import check_ops, load_suite
     from harness.cases.yamlload import load_yaml
     from harness.recipes import parse_recipe
+    from harness.suites import file_formats
 
     for path in files:
         doc = load_yaml(path)
@@ -64,17 +66,11 @@ def validate(files: tuple[Path, ...]) -> None:
             unchecked = f"; backend options not checked: {recipe.options_error}" if recipe.options_error else ""
             click.echo(f"{path}: recipe {recipe.name} ok (hash {recipe.hash}){unchecked}")
             continue
-        from harness.opdiff.suite import is_opdiff, load_opdiff
-
-        if isinstance(doc, dict) and is_opdiff(doc, path):
-            from harness.cases.suite import check_ops
-
-            cases = load_opdiff(path, named=True)
+        fmt = next((f for f in file_formats() if f.reads(doc, path)), None)
+        if fmt is not None:  # a registered format (opdiff's, a vendor's): loaded as `bti run -s` names it
+            cases = fmt.load(path, SuiteOptions(named=frozenset({str(path)})))
             check_ops(cases)
-            pairs = sum(c.kind == "opdiff-pair" for c in cases)
-            aten = [c for c in cases if c.kind == "opdiff" and isinstance(c.spec["test"]["op"], str)]
-            click.echo(f"{path}: ok (opdiff suite), {len(cases)} tests: {len(aten)} on {len({c.op for c in aten})} ATen ops, "
-                       f"{len(cases) - len(aten) - pairs} module tests, {pairs} pairs")
+            click.echo(f"{path}: {fmt.summary(cases)}")
             continue
         cases = load_suite(path)
         variants = sum(len(c.dtypes) * len(c.shapes) for c in cases)

@@ -616,5 +616,11 @@ class _Format:
         return load_opdiff(path, named=options.is_named(path), allow_code=options.allow_code, seed=options.seed,
                            samples=options.samples)
 
+    def summary(self, cases: list[Case]) -> str:
+        pairs = sum(c.kind == "opdiff-pair" for c in cases)
+        aten = [c for c in cases if c.kind == "opdiff" and isinstance(c.spec["test"]["op"], str)]
+        return (f"ok (opdiff suite), {len(cases)} tests: {len(aten)} on {len({c.op for c in aten})} ATen ops, "
+                f"{len(cases) - len(aten) - pairs} module tests, {pairs} pairs")
+
 
 FORMAT = _Format()

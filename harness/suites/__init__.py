@@ -180,8 +180,8 @@ def file_formats() -> list[SuiteFileFormat]:
         except Exception as exc:
             raise UserError(f"suite format {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}") from None
         if not isinstance(fmt, SuiteFileFormat):
-            raise UserError(f"suite format {ep.name} ({ep.value}): not a SuiteFileFormat (needs reads(doc, path) and "
-                            "load(path, options))")
+            raise UserError(f"suite format {ep.name} ({ep.value}): not a SuiteFileFormat (needs reads(doc, path), "
+                            "load(path, options) and summary(cases))")
         out.append(fmt)
     return out
 
