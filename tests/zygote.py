@@ -1,5 +1,6 @@
 """A warm start for the CLI in tests: one process per pytest worker imports torch and ExecuTorch once, then forks a
-child for each `run_bti` call, which runs ``python -m harness ARGS`` as a new interpreter would: its own working
+child for each `run_bti` call, which runs ``python -m harness ARGS`` as a new interpreter would (and ``python -c``
+for a test's standalone script): its own working
 directory, environment, ``sys.path`` (the directory first, then ``PYTHONPATH``), stdin from /dev/null, stdout and
 stderr to files, its exit code (or the signal that ended it) reported back. So a test pays ExecuTorch's import
 (about 4 s of CPU a call, ~90 `bti run` calls in a session) once per worker.
@@ -62,16 +63,22 @@ class Zygote:
                 self.proc.kill()
 
     def run(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str] | None:
-        """``python -m harness *args`` in a forked child: (exit code, stdout, stderr), or None where there is no warm
-        process (run a real interpreter then). A child past ``timeout`` is killed with its process group, and
-        ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` would."""
+        """``python -m harness *args`` in a forked child (see ``python``)."""
+        return self.python(["-m", "harness", *args], cwd, env, timeout)
+
+    def python(self, argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str] | None:
+        """``python *argv`` (``-m module …`` or ``-c code …``) in a forked child: (exit code, stdout, stderr), or None
+        where there is no warm process (run a real interpreter then). A child past ``timeout`` is killed with its
+        process group, and ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` would."""
+        if argv[0] not in ("-m", "-c") or len(argv) < 2:
+            raise ValueError(f"python -m MODULE or -c CODE, not {argv[:2]}")
         with self.lock:
             proc = self._start()
             if proc is None or proc.stdin is None:
                 return None
             self.count += 1
             base = self.dir / str(self.count)
-            req = {"args": args, "cwd": str(cwd), "env": env, "out": f"{base}.out", "err": f"{base}.err", "status": f"{base}.status"}
+            req = {"argv": argv, "cwd": str(cwd), "env": env, "out": f"{base}.out", "err": f"{base}.err", "status": f"{base}.status"}
             try:
                 proc.stdin.write((json.dumps(req) + "\n").encode())
                 proc.stdin.flush()
@@ -86,7 +93,7 @@ class Zygote:
                 pid = int(Path(f"{base}.pid").read_text()) if Path(f"{base}.pid").exists() else 0
                 if pid:
                     _kill_group(pid)
-                raise subprocess.TimeoutExpired(["python", "-m", "harness", *args], timeout)
+                raise subprocess.TimeoutExpired(["python", *argv], timeout)
             time.sleep(0.02)
         code = int(status.read_text())
         out, err = (Path(req[k]).read_text(errors="replace") for k in ("out", "err"))
@@ -106,7 +113,7 @@ def _kill_group(pid: int) -> None:
 
 # ---------------------------------------------------------------------------------------------- the warm process
 def _child(req: dict[str, Any], base_path: list[str]) -> None:
-    """In the forked child: become ``python -m harness ARGS`` started in ``cwd`` with ``env``, then exit."""
+    """In the forked child: become ``python ARGV`` started in ``cwd`` with ``env``, then exit."""
     import atexit as child_atexit
     import importlib
     import runpy
@@ -124,11 +131,15 @@ def _child(req: dict[str, Any], base_path: list[str]) -> None:
         os.environ.update(req["env"])
         extra = [p for p in req["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:] = [req["cwd"], *extra, *base_path]
-        sys.argv = ["-m", *req["args"]]
+        flag, target, *rest = req["argv"]
+        sys.argv = [flag, *rest]  # as the interpreter leaves it: -m's argv[0] becomes the module's file (runpy)
         tempfile.tempdir = None
         importlib.invalidate_caches()
         try:
-            runpy.run_module("harness", run_name="__main__", alter_sys=True)
+            if flag == "-m":
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                exec(compile(target, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
             code = 0
         except SystemExit as exc:
             if exc.code is None or isinstance(exc.code, int):
@@ -147,9 +158,10 @@ def _child(req: dict[str, Any], base_path: list[str]) -> None:
 def serve() -> None:
     """Import what every call needs, then fork a child per request line on stdin; write each child's pid, then its
     exit code (negative: the signal that ended it), to the files the request names."""
+    # the imports every call would repeat; not ExecuTorch's runtime (portable_lib), which bti loads after the
+    # backends' own libraries (OpenVINO's delegate must register first)
     import executorch.exir  # noqa: F401
-    import torch  # noqa: F401  (the imports every call would repeat)
-    from executorch.extension.pybindings import portable_lib  # noqa: F401
+    import torch  # noqa: F401
 
     base_path = sys.path[1:]  # without this script's directory
     children: dict[int, str] = {}
