@@ -28,17 +28,6 @@ os.environ["BTI_CACHE_DIR"] = str(CACHE_DIR)  # what every subprocess a test sta
 RECIPE_PATH = os.pathsep.join([str(FIXTURES / "recipes"), str(EXAMPLES / "npu-device" / "recipes"), str(EXAMPLES / "delegate" / "recipes")])
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test`: -n 2 --dist loadgroup), the tests of a module that share a module-scoped
-    fixture (one `bti run` several tests read, as test_repro's) run on one worker, which builds the fixture once;
-    every other test goes to whichever worker is free."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs.values() if info is not None else ()
-        if any(d.scope == "module" for chain in defs for d in chain):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="Rewrite golden files from the current output.")
 

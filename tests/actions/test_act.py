@@ -5,97 +5,17 @@ Each scenario asserts job conclusions, step outputs, the job summary, the artifa
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import hashlib
 import json
-import os
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ..github_fake import FakeGitHub
-from .act import HERE, ROOT, ActRun, build_toolcache, build_wheelhouse, commit_tree, git, run_act, snapshot_bti
+from .act import HERE, ROOT, commit_tree, git, run_act
+from .conftest import CALLER, _call, _job, _records
 
 pytestmark = pytest.mark.act
-
-CALLER = "vendor-a/npu-backend"
-WEBHOOKS = ROOT / "tests" / "fixtures" / "github-webhooks"
-GOLDEN = ROOT / "tests" / "golden"
-
-
-@pytest.fixture(scope="session")
-def act_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """repos/ (bti-org/bti snapshot of this tree, callers), toolcache/ and wheelhouse/, shared by the scenarios a
-    worker runs; the wheelhouse is downloaded once for every worker of the session."""
-    home = tmp_path_factory.mktemp("act")
-    snapshot_bti(home / "repos")
-    build_toolcache(home / "toolcache")
-    root = tmp_path_factory.getbasetemp()
-    shared = build_wheelhouse((root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "act-wheelhouse")
-    if shared is not None:
-        (home / "wheelhouse").symlink_to(shared)
-    return home
-
-
-@pytest.fixture
-def fake(httpserver) -> FakeGitHub:
-    gh = FakeGitHub(httpserver.url_for("/"), repo=CALLER)
-    httpserver.expect_request(re.compile(".*")).respond_with_handler(gh)
-    return gh
-
-
-class Scenario:
-    def __init__(self, home: Path, tmp: Path, workflow: str, text: str | None = None) -> None:
-        self.home, self.tmp = home, tmp
-        bti_sha = git(home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
-        files = {p.relative_to(HERE / "caller"): p for p in (HERE / "caller").rglob("*") if p.is_file()}
-        src = (text or (HERE / "workflows" / workflow).read_text()).replace("BTI_SHA", str(bti_sha))
-        (tmp / "wf").mkdir(parents=True, exist_ok=True)
-        (tmp / "wf" / workflow).write_text(src)
-        files[Path(".github/workflows") / workflow] = tmp / "wf" / workflow
-        self.repo = home / "repos" / CALLER
-        self.sha = commit_tree(files, self.repo, CALLER)  # the PR head
-        # as on GitHub, the run's github.sha is a merge commit on top of the PR head, not the head itself
-        git(self.repo, "update-ref", "refs/pull/7/head", self.sha)
-        git(self.repo, "commit", "-q", "--allow-empty", "-m", "Merge the PR head into main")
-        self.merge_sha = git(self.repo, "rev-parse", "HEAD")
-        self.workflow = workflow
-
-    def pull_request_event(self, number: int = 7, fork: bool = False) -> dict[str, Any]:
-        name = "pull_request.opened.fork.json" if fork else "pull_request.opened.payload.json"
-        event = copy.deepcopy(json.loads((WEBHOOKS / name).read_text()))
-        event["number"] = event["pull_request"]["number"] = number
-        event["repository"]["full_name"] = CALLER
-        event["pull_request"]["base"]["repo"]["full_name"] = CALLER
-        event["pull_request"]["head"]["sha"] = self.sha
-        if not fork:
-            event["pull_request"]["head"]["repo"]["full_name"] = CALLER
-        return event
-
-    def run(self, event_name: str, event: dict[str, Any], fake: FakeGitHub, oidc: bool = True, **kw: Any) -> ActRun:
-        """``oidc``: serve Actions' ID-token endpoint from the fake, saying this workflow was called at bti's sha."""
-        if oidc:
-            bti_sha = git(self.home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
-            fake.oidc_claims = {"job_workflow_ref": "bti-org/bti/.github/workflows/backend-suite.yml@refs/heads/main",
-                                "job_workflow_sha": bti_sha, "repository": CALLER}
-            kw["env"] = {"ACTIONS_ID_TOKEN_REQUEST_URL": f"{fake.base}/_oidc/token?api-version=2.0",
-                         "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-request-token", **(kw.get("env") or {})}
-        return run_act(self.repo, self.workflow, event_name, event, home=self.home, tmp=self.tmp, api_url=fake.base, **kw)
-
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    return [r for r in lines if r.get("kind") == "result"]
-
-
-@pytest.fixture
-def scenario(act_home: Path, tmp_path: Path):
-    def make(workflow: str, text: str | None = None) -> Scenario:
-        return Scenario(act_home, tmp_path, workflow, text)
-    return make
 
 
 # ---------------------------------------------------------------------------------------------- (a) and (d)
@@ -162,121 +82,6 @@ def test_other_pair_through_executorch_spec(scenario, fake: FakeGitHub) -> None:
     assert header["versions"]["torch"].split("+")[0] == other["torch"]
     assert len(recs) == 8 and all(r["status"] in ("PASS", "PASS_UNDELEGATED") for r in recs), [(r["id"], r["status"]) for r in recs]
     assert any(r["delegate_blobs"] for r in recs if r["recipe"] == "xnnpack")  # lowered to XNNPACK and ran
-
-
-# ---------------------------------------------------------------------------------------------- the reusable workflow
-def _call(scenario, fake: FakeGitHub, *, recipes: str, shards: int = 2, labels: str = '["self-hosted", "linux", "acme-npu"]',
-          fork: bool = False, env: dict[str, str] | None = None, variables: dict[str, str] | None = None,
-          labels_on_pr: tuple[str, ...] = (), oidc: bool = True) -> tuple[Scenario, ActRun]:
-    sc = scenario("call.yml")
-    event = sc.pull_request_event(fork=fork)
-    event["pull_request"]["labels"] = [{"name": n, "id": i} for i, n in enumerate(labels_on_pr)]
-    run = sc.run("pull_request", event, fake, env=env, oidc=oidc,
-                 variables={"RECIPES": recipes, "SHARDS": str(shards), "RUNNER_LABELS": labels, **(variables or {})})
-    return sc, run
-
-
-def _job(run: ActRun, name: str, call: str = "bti") -> str:
-    """act names a called job ``<caller job>/<called workflow's name>/<job>``."""
-    return f"{call}/bti backend suite/{name}"
-
-
-def test_b_reusable_two_shards_one_failing(scenario, fake: FakeGitHub) -> None:
-    sc, run = _call(scenario, fake, recipes="portable,fault-mul")
-    merge = _job(run, "merge")
-    runs = [j for j in run.jobs if j.startswith(_job(run, "run"))]
-    assert len(runs) == 2 and all(run.jobs[j] == "success" for j in runs), run.jobs  # shards upload, merge decides
-    # the workflow concludes failure (act stops the caller there: its `after` job never starts)
-    assert run.jobs[merge] == "failure" and run.code != 0 and "call/after" not in run.jobs, run.jobs
-    outputs = run.set_outputs(merge)
-    assert (outputs["passed"], outputs["failed"]) == ("7", "1")
-    assert run.steps(merge)["Verdict"] == "failure"
-    assert "1 unexpected failure" in run.summary(merge)
-    shards = sorted(p.name for p in run.artifacts.iterdir() if "-shard-" in p.name)
-    assert len(shards) == 2 and len({s.rsplit("-shard-", 1)[0] for s in shards}) == 1, shards
-    merged = next(p for p in run.artifacts.iterdir() if p.name.endswith("-merged"))
-    assert sum(1 for r in _records(merged / "results.jsonl") if r["status"] == "FAIL_MISMATCH") == 1
-    # the comment and the check say failure, and the check is on the PR head, not the merge commit
-    (body,) = [c["body"] for c in fake.comments[7]]
-    assert "1 unexpected failure" in body and "op.mul.a[float32,static]@fault-mul" in body
-    (check,) = fake.check_runs.values()
-    assert check["conclusion"] == "failure" and check["head_sha"] == sc.sha != sc.merge_sha
-    assert check["name"] == "bti/bti"
-    # the bti that ran is the commit the caller pinned, read from the OIDC token (no bti-ref given)
-    bti_sha = git(sc.home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
-    assert f"checked out bti-org/bti@{bti_sha} into .bti" in run.output(runs[0])
-    assert any(p.startswith("/_oidc/token") for _, p, _ in fake.log)
-
-
-def test_c_shard_that_dies_before_uploading(scenario, fake: FakeGitHub) -> None:
-    _, run = _call(scenario, fake, recipes="portable", env={"BTI_ACT_RUNNER_LOST": "bti-*-shard-1-2"})
-    merge = _job(run, "merge")
-    assert run.jobs[merge] == "failure" and run.code != 0, run.jobs
-    steps = run.steps(merge)
-    assert steps["Merge shards and report"] == "failure" and "Verdict" not in steps
-    assert "bti: error: missing shard(s) 1/2: got 1 of 2" in run.output(merge)
-    # act reports the matrix's aggregate result on every leg, so each leg is judged by its steps
-    assert run.steps(_job(run, "run") + "-1")["Upload results"] == "failure"
-    assert run.steps(_job(run, "run") + "-2")["Upload results"] == "success"
-    assert not any(p.name.endswith("-merged") for p in run.artifacts.iterdir())
-    assert not fake.comments and not fake.check_runs  # nothing claims a result for half a run
-
-
-def _base_artifact(recipes: str, shards: int) -> str:
-    """The merged artifact a run of the same call on the base branch uploads (plan's prefix: key + hash of what is run)."""
-    what = "|".join([recipes, "suites/tiny.yaml", "", str(shards), "", "./plugin", "recipes", "", "", ""])
-    return f"bti-bti-{hashlib.sha256(what.encode()).hexdigest()[:8]}-merged"
-
-
-@pytest.mark.parametrize("labels", ["self-hosted", '["self-hosted", "linux", "acme-npu"]'], ids=["string", "json"])
-def test_e_runner_labels_as_string_or_json(scenario, fake: FakeGitHub, labels: str) -> None:
-    # the base branch's last run left its merged results, where relu failed: the comment shows the fix
-    header = json.loads((GOLDEN / "results.jsonl").read_text().splitlines()[0])
-    base = [{"kind": "result", "id": f"op.{op}.a[float32,static]@portable", "case": f"op.{op}.a", "recipe": "portable",
-             "status": "FAIL_MISMATCH" if op == "relu" else "PASS", "detail": "", "axes": {"dtype": "float32", "shape": "static"}}
-            for op in ("mul", "add", "relu", "neg")]
-    fake.add_artifact(_base_artifact("portable", 1), "master",
-                      {"results.jsonl": ("\n".join(json.dumps(x) for x in [header, *base]) + "\n").encode()})
-    _, run = _call(scenario, fake, recipes="portable", shards=1, labels=labels)
-    assert run.jobs and all(r == "success" for r in run.jobs.values()), run.jobs
-    assert run.marked("call/after", "BTI-OUTPUTS")[0]["failed"] == "0"
-    (check,) = fake.check_runs.values()
-    assert check["conclusion"] == "success"
-    (body,) = [c["body"] for c in fake.comments[7]]
-    assert "**0** new failure(s) · **1** fixed" in body and "`op.relu.a[float32,static]@portable`" in body, body[:1500]
-
-
-def test_g_two_calls_in_one_caller_run(scenario, fake: FakeGitHub) -> None:
-    sc = scenario("twice.yml")
-    run = sc.run("pull_request", sc.pull_request_event(), fake)
-    assert len(run.jobs) == 6 and all(r == "success" for r in run.jobs.values()), run.jobs
-    names = sorted(p.name for p in run.artifacts.iterdir())
-    assert len(names) == 4 and len(set(names)) == 4, names  # 2 shard artifacts + 2 merged, none overwritten
-    assert {n.split("-")[1] for n in names} == {"fp32", "plugin"}
-    keys = sorted(re.search(r"bti:comment:(\S+) ", c["body"]).group(1) for c in fake.comments[7])
-    assert keys == ["fp32", "plugin"]
-    # no base branch run yet: each comment says so, naming the artifact it looked for
-    assert all("_No base results to compare against: no unexpired bti-" in c["body"] for c in fake.comments[7])
-    assert sorted(c["name"] for c in fake.check_runs.values()) == ["bti/fp32", "bti/plugin"]
-
-
-def test_h_fork_pr_read_only_token(scenario, fake: FakeGitHub, act_home: Path) -> None:
-    for method in ("POST", "PATCH"):
-        fake.inject(method, r"/repos/.*", 403, times=100)
-    fake.faults = [dataclasses.replace(f, body={"message": "Resource not accessible by integration"}) for f in fake.faults]
-    # GitHub gives a fork PR's run no OIDC token: the caller pins bti-ref to the sha of its uses: line
-    label = "bti: run on self-hosted"
-    bti_sha = git(act_home / "repos" / "bti-org" / "bti", "rev-parse", "HEAD")
-    _, run = _call(scenario, fake, recipes="portable", shards=1, fork=True, oidc=False, labels_on_pr=(label,),
-                   variables={"FORK_PRS": "label", "BTI_REF": bti_sha})
-    merge = _job(run, "merge")
-    assert run.jobs[merge] == "success" and run.marked("call/after", "BTI-RESULT") == ["success"], run.jobs
-    assert run.steps(merge)["Publish"] == "success" and run.steps(merge)["Verdict"] == "success"
-    log = run.output(merge) + run.log
-    assert "bti could not publish the PR comment" in log and "bti could not publish the check" in log
-    assert "403" in run.output(merge)
-    writes = [(m, p) for m, p, _ in fake.log if m in ("POST", "PATCH")]
-    assert writes and not fake.comments.get(7) and not fake.check_runs
 
 
 # ---------------------------------------------------------------------------------------------- (f) the dispatch receiver
