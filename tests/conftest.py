@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .zygote import Zygote, warm_enough
+from .zygote import Zygote
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -49,17 +49,18 @@ class Result:
     err: str
 
 
-ZYGOTE = Zygote()
+PYTHONPATH = os.pathsep.join([str(TESTS), *EXAMPLE_PATHS, str(ROOT)])
+ZYGOTE = Zygote(PYTHONPATH)
 
 
-def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600) -> Result:
+def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600,
+            fresh: bool = False) -> Result:
     """Run the real CLI in a process of its own (python -m harness): forked from this worker's warm process, which
-    has imported torch and ExecuTorch once (tests/zygote.py), or a new interpreter where ``env`` changes what those
-    import or there is no warm process."""
-    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), *EXAMPLE_PATHS, str(ROOT)]),
-                "BTI_RECIPE_PATH": RECIPE_PATH, "BTI_CACHE_DIR": str(CACHE_DIR)}
+    has imported torch and ExecuTorch once (tests/zygote.py), or a new interpreter where ``fresh``, where the
+    environment changes what those imports read, or where there is no warm process."""
+    full_env = {**os.environ, "PYTHONPATH": PYTHONPATH, "BTI_RECIPE_PATH": RECIPE_PATH, "BTI_CACHE_DIR": str(CACHE_DIR)}
     full_env.update(env or {})
-    if warm_enough(env):
+    if not fresh and ZYGOTE.usable(full_env):
         got = ZYGOTE.run(list(args), cwd or ROOT, full_env, timeout)
         if got is not None:
             return Result(*got)

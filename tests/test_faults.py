@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, run_bti
 
 pytestmark = pytest.mark.slow
 
@@ -62,3 +62,22 @@ def test_a_crash_names_its_cause_from_the_workers_own_output(bti, tmp_path: Path
     abort = [json.loads(x) for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()[1:]][-1]  # the settled one
     assert abort["status"] == "CRASH" and abort["crash"]["cause"] == "" and len(abort["attempts"]) == 2
     assert abort["triage"] == "backend" and abort["detail"].endswith("(the same crash on all 2 attempts)"), abort
+
+
+def test_a_run_forked_from_the_tests_warm_process_is_what_a_new_interpreter_gives(tmp_path: Path) -> None:
+    """tests/zygote.py forks `run_bti`'s calls from a process that imported torch once: the same run (a pass, a
+    mismatch, a segfault in a worker, an abort) and a bad argument give the same exit code, stdout, stderr and records
+    as in a new interpreter."""
+    args = ["run", "-s", str(FIXTURES / "suites" / "tiny.yaml"), "-r", "portable", "-r", "fault-perturb", "-r", "fault-segfault",
+            "-r", "fault-abort", "--no-reuse", "--no-report", "--timeout", "60", "-j", "2"]
+    warm, fresh = run_bti(*args, "-o", str(tmp_path / "w")), run_bti(*args, "-o", str(tmp_path / "f"), fresh=True)
+    assert warm.code == fresh.code == 1
+    assert (warm.out, warm.err.replace(str(tmp_path / "w"), "OUT")) == (fresh.out, fresh.err.replace(str(tmp_path / "f"), "OUT"))
+
+    def seen(out: Path) -> list[tuple[str, str]]:
+        recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
+        return sorted((r["id"], r["status"]) for r in recs)
+
+    assert seen(tmp_path / "w") == seen(tmp_path / "f") and {s for _, s in seen(tmp_path / "w")} >= {"PASS", "CRASH"}
+    bad = [run_bti("run", "-s", "nosuch", fresh=f) for f in (False, True)]
+    assert bad[0].code == bad[1].code == 2 and bad[0].err == bad[1].err and bad[0].err.count("\n") == 1

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES, ROOT, ZYGOTE, run_bti
+from .conftest import FIXTURES, ROOT, run_bti
 
 SUITE = FIXTURES / "suites" / "repro.yaml"
 INT8 = "xnnpack-int8-static-per-channel"
@@ -61,13 +61,10 @@ def _script(out: Path, item: str, name: str) -> Path:
 
 
 def _run_alone(script: Path) -> subprocess.CompletedProcess[str]:
-    """The script in a process of its own, outside the repository, where importing bti fails: forked from the warm
-    process that has imported torch and ExecuTorch (tests/zygote.py; nothing of bti's), else a fresh interpreter."""
-    argv, env = ["-c", BLOCK_BTI, str(script)], {"PATH": "/usr/bin:/bin", "HOME": str(script.parent)}
-    got = ZYGOTE.python(argv, script.parent, env, 600)
-    if got is not None:
-        return subprocess.CompletedProcess([sys.executable, *argv], *got)
-    return subprocess.run([sys.executable, *argv], cwd=script.parent, capture_output=True, text=True, timeout=600, env=env)
+    """The script in a fresh interpreter (not the tests' warm process: it must import what it uses itself), outside the
+    repository, where importing bti fails."""
+    return subprocess.run([sys.executable, "-c", BLOCK_BTI, str(script)], cwd=script.parent, capture_output=True, text=True,
+                          timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(script.parent)})
 
 
 def test_each_stage_s_failure_reproduces_without_bti(run: Path) -> None:
