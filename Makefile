@@ -10,8 +10,8 @@ STAMP   := $(VENV)/.bti-installed
 OUT     ?= out
 ARGS    ?=
 # the tests run on two pytest-xdist workers, a test module a unit, so its module-scoped fixtures are built once (xdist
-# 3.8's loadgroup does not group under pytest 9: docs/development.md)
-XDIST   ?= -n 2 --dist loadscope
+# 3.8's loadgroup does not group under pytest 9: docs/development.md), in collection order: the act modules first
+XDIST   ?= -n 2 --dist loadscope --no-loadscope-reorder
 # `make test` runs every test on PAIR, then these on the other pair: export, quantize, lower and run for real
 # (test_e2e, and test_arm: Arm TOSA on the reference model, Ethos-U/VGF lowered), the start-up check and per-version rules, the speedups with and without (test_versions, test_speedups_*),
 # and the C++ runner built against the other wheel layout
