@@ -170,19 +170,27 @@ def _suite_file(path: Path, options: SuiteOptions | None) -> list[Case]:
 def file_formats() -> list[SuiteFileFormat]:
     """The suite file formats besides bti's own YAML, asked in order: the built-in ones (``FILE_FORMATS``), then the
     ``bti.suite_formats`` entry points of installed packages; one that cannot load, or is no format, is one line."""
+    out: list[SuiteFileFormat] = [resolve_ref(ref) for ref in FILE_FORMATS]
+    for where, fmt in _entry_points(FORMAT_GROUP, "suite format"):
+        if not isinstance(fmt, SuiteFileFormat):
+            raise UserError(f"suite format {where}: not a SuiteFileFormat (needs reads(doc, path), load(path, options) "
+                            "and summary(cases))")
+        out.append(fmt)
+    return out
+
+
+def _entry_points(group: str, what: str) -> list[tuple[str, Any]]:
+    """Each entry point of ``group`` loaded (a class is instantiated), with where it comes from; one that cannot load
+    is one line naming it."""
     from importlib.metadata import entry_points
 
-    out: list[SuiteFileFormat] = [resolve_ref(ref) for ref in FILE_FORMATS]
-    for ep in entry_points(group=FORMAT_GROUP):
+    out = []
+    for ep in entry_points(group=group):
         try:
             obj = ep.load()
-            fmt = obj() if isinstance(obj, type) else obj
+            out.append((f"{ep.name} ({ep.value})", obj() if isinstance(obj, type) else obj))
         except Exception as exc:
-            raise UserError(f"suite format {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}") from None
-        if not isinstance(fmt, SuiteFileFormat):
-            raise UserError(f"suite format {ep.name} ({ep.value}): not a SuiteFileFormat (needs reads(doc, path), "
-                            "load(path, options) and summary(cases))")
-        out.append(fmt)
+            raise UserError(f"{what} {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}") from None
     return out
 
 
@@ -200,15 +208,8 @@ def sources() -> dict[str, CaseSource]:
     global _REGISTRY
     if _REGISTRY is None:
         reg: dict[str, CaseSource] = {s.name: s for s in BUILTIN}
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                obj = ep.load()
-                src = obj() if isinstance(obj, type) else obj
-            except Exception as exc:
-                raise UserError(f"case source {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}") from None
-            register(src, where=f"entry point {ep.name} ({ep.value})", into=reg)
+        for where, src in _entry_points(ENTRY_POINT_GROUP, "case source"):
+            register(src, where=f"entry point {where}", into=reg)
         _REGISTRY = reg
     return _REGISTRY
 
