@@ -59,6 +59,7 @@ def validate(files: tuple[Path, ...]) -> None:
     from harness.recipes import parse_recipe
     from harness.suites import file_formats
 
+    formats = file_formats()  # the installed ones' entry points loaded once, not per file
     for path in files:
         doc = load_yaml(path)
         if isinstance(doc, dict) and "backend" in doc:
@@ -66,7 +67,7 @@ def validate(files: tuple[Path, ...]) -> None:
             unchecked = f"; backend options not checked: {recipe.options_error}" if recipe.options_error else ""
             click.echo(f"{path}: recipe {recipe.name} ok (hash {recipe.hash}){unchecked}")
             continue
-        fmt = next((f for f in file_formats() if f.reads(doc, path)), None)
+        fmt = next((f for f in formats if f.reads(doc, path)), None)
         if fmt is not None:  # a registered format (opdiff's, a vendor's): loaded as `bti run -s` names it
             cases = fmt.load(path, SuiteOptions(named=frozenset({str(path)})))
             check_ops(cases)

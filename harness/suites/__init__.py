@@ -134,11 +134,6 @@ def _yaml(path: str, name: str | None) -> list[Case]:
 FILE_FORMATS = ("harness.opdiff.suite:FORMAT",)
 # how a format's kind checks the torch op its case names before a run: "module:function(case) -> problem or None"
 OP_CHECKS: dict[str, str] = {"opdiff": "harness.opdiff.build:op_problem"}
-
-
-def op_checks(kinds: set[str]) -> dict[str, Callable[[Case], str | None]]:
-    """The registered op checks of these kinds (imported only when a case of the kind is there)."""
-    return {kind: resolve_ref(ref) for kind, ref in OP_CHECKS.items() if kind in kinds}
 # results formats of a case source's own, beside bti's reports: `bti report --format NAME` writes FILE with
 # "module:render(header, records) -> str"; a vendor's source adds its own as `report_formats`
 REPORT_FORMATS: dict[str, tuple[str, str]] = {"opdiff": ("opdiff.jsonl", "harness.opdiff.report:render")}
@@ -165,6 +160,11 @@ def _suite_file(path: Path, options: SuiteOptions | None) -> list[Case]:
             if fmt.reads(doc, path):
                 return fmt.load(path, options or SuiteOptions())
     return _yaml(str(path), None)
+
+
+def op_checks(kinds: set[str]) -> dict[str, Callable[[Case], str | None]]:
+    """The registered op checks of these kinds (imported only when a case of the kind is there)."""
+    return {kind: resolve_ref(ref) for kind, ref in OP_CHECKS.items() if kind in kinds}
 
 
 def file_formats() -> list[SuiteFileFormat]:
@@ -251,9 +251,8 @@ def register(src: Any, where: str = "", into: dict[str, CaseSource] | None = Non
         src = _WithDefaults(src)
     if not isinstance(src, CaseSource):
         raise UserError(f"case source {what}: not a CaseSource (needs name, description, kinds, requires, "
-                        "warm_discovery, whole_models, report_formats, prefetch(), discover(), discover_matching(), build(), judge(), "
-                        "cost(); "
-                        "harness.cases.contract.BaseCaseSource has the defaults)")
+                        "warm_discovery, whole_models, report_formats, prefetch(), discover(), discover_matching(), build(), "
+                        "judge(), cost(); harness.cases.contract.BaseCaseSource has the defaults)")
     if src.name in reg:
         raise UserError(f"case source {what}: the suite name {src.name!r} is taken")
     taken = {k: s.name for s in reg.values() for k in s.kinds}
