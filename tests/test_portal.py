@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harness.report.runs import load_runs
+from harness.report.store import opened
 
 INJECTED = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
 MACHINE_A, MACHINE_B = "Vendor NPU host", "Other host"
@@ -97,16 +98,14 @@ def test_runs_shards_machines_and_history(runs_dir: Path) -> None:
     assert [r.run_id for r in runs][:3] == ["r10", "r11a", "r14"] and {r.run_id for r in runs[3:5]} == {"o15", "r15"}
     assert runs[-1].run_id == "r16"
     day11 = next(r for r in runs if r.run_id == "r11a")
-    assert len(day11.records) == 6 and len(day11.sources) == 2  # the two shards are one run
-    from harness.report import history
-    from harness.report.runs import columns
-
-    cols = columns(runs)
-    assert sorted(c.key for c in cols) == [_key("portable"), _key("portable", stack=S150), _key("xnnpack", MACHINE_B),
-                                           _key("xnnpack"), _key("xnnpack", stack=S150)]
-    assert [r.run_id for r, _ in cols[next(c for c in cols if c.key == _key("xnnpack", stack=S150))]] == ["r16"]
-    xnn = next(c for c in cols if c.key == _key("xnnpack"))
-    h = history.column_history(xnn, cols[xnn], cols[xnn][-1][0].created)  # as the portal: to the column's newest run
+    assert len(day11.held) == 6 and len(day11.sources) == 2  # the two shards are one run
+    with opened(runs) as store:
+        cols = store.columns
+        assert sorted(c.key for c in cols) == [_key("portable"), _key("portable", stack=S150), _key("xnnpack", MACHINE_B),
+                                               _key("xnnpack"), _key("xnnpack", stack=S150)]
+        assert [r.run_id for r in cols[next(c for c in cols if c.key == _key("xnnpack", stack=S150))]] == ["r16"]
+        xnn = next(c for c in cols if c.key == _key("xnnpack"))
+        h = store.history(xnn)  # its ages to the column's newest run
     assert [round(p.rate) for p in h.points] == [100, 50, 75, 50]
     broke, fixed = [c[2] for c in h.changes], [c[3] for c in h.changes]
     assert broke == [["op.conv.b[float32,static]", "op.flip.c[float32,static]"], [], ["op.add.a[float32,static]"]]
@@ -312,18 +311,15 @@ def test_hostile_headers_and_records_do_not_break_the_build(tmp_path: Path) -> N
 def test_a_flip_across_a_recipe_or_spec_change_is_not_flaky(tmp_path: Path) -> None:
     """Same software, but the recipe file (its hash) or the case spec changed between runs: pass → fail → pass is
     then two edits, not flakiness. With both unchanged the same sequence is flaky."""
-    from harness.report import history
-    from harness.report.runs import columns
-
     def run(d: Path, day: int, status: str, recipe_hash: str, spec: str) -> None:
         header = _header(f"r{day}", day, recipes=("xnnpack",))
         header["recipes"] = {"xnnpack": recipe_hash}
         _write(d / f"d{day}.jsonl", header, [_rec("op.flip.c", "xnnpack", status, op="aten::flip.default", spec_hash=spec)])
 
     def flaky(d: Path) -> dict[str, list[str]]:
-        runs = load_runs([d])
-        (col, col_runs), = columns(runs).items()
-        return history.column_history(col, col_runs, max(r.created for r in runs)).flaky
+        with opened(load_runs([d])) as store:
+            (col,) = store.columns
+            return store.history(col).flaky
 
     for name, hashes, specs, expect in [
         ("steady", ("h1", "h1", "h1"), ("s", "s", "s"), {"op.flip.c[float32,static]": ["FAIL_MISMATCH", "PASS"]}),
@@ -348,8 +344,7 @@ def test_two_runs_sharing_a_run_id_are_both_kept(tmp_path: Path) -> None:
     _write(tmp_path / "b.jsonl", _header("same", 12), [_rec("op.add.a", "xnnpack", "FAIL_RUN")])
     _write(tmp_path / "a-copy.jsonl", _header("same", 10), [_rec("op.add.a", "xnnpack", "PASS")])
     runs = load_runs([tmp_path])
-    assert [(r.run_id, r.created.day, [x["status"] for x in r.records]) for r in runs] == [("same", 10, ["PASS"]),
-                                                                                         ("same", 12, ["FAIL_RUN"])]
+    assert [(r.run_id, r.created.day, r.held.status) for r in runs] == [("same", 10, ["PASS"]), ("same", 12, ["FAIL_RUN"])]
 
 
 def test_item_links_depend_on_their_column_and_row_only(runs_dir: Path, tmp_path: Path) -> None:
@@ -378,29 +373,26 @@ def test_item_links_depend_on_their_column_and_row_only(runs_dir: Path, tmp_path
 def test_a_regression_is_found_across_interleaved_suites(tmp_path: Path) -> None:
     """ops on day 10 (add passes), models on day 11, ops on day 12 (add fails): a regression, though the run just before
     day 12 never ran add; and models' runs in between do not fake a fix."""
-    from harness.report import history
-    from harness.report.runs import columns
-
     _write(tmp_path / "a.jsonl", _header("o10", 10), [_rec("op.add.a", "xnnpack", "PASS")])
     _write(tmp_path / "b.jsonl", _header("m11", 11), [_rec("model.mlp", "xnnpack", "PASS", op=None)])
     _write(tmp_path / "c.jsonl", _header("o12", 12), [_rec("op.add.a", "xnnpack", "FAIL_RUN")])
     _write(tmp_path / "d.jsonl", _header("m13", 13), [_rec("model.mlp", "xnnpack", "PASS", op=None)])
-    runs = load_runs([tmp_path])
-    (col, col_runs), = columns(runs).items()
-    h = history.column_history(col, col_runs, max(r.created for r in runs))
+    with opened(load_runs([tmp_path])) as store:
+        (col,) = store.columns
+        h = store.history(col)
     assert [(a.run_id, b.run_id, broke, fixed) for a, b, broke, fixed in h.changes] == [
         ("o10", "m11", [], []), ("m11", "o12", ["op.add.a[float32,static]"], []), ("o12", "m13", [], [])]
 
 
 def test_two_machines_with_the_same_cpu_are_two_columns(tmp_path: Path) -> None:
     from harness.env import machine_id
-    from harness.report.runs import columns
 
     for run_id, machine in (("m1", "aaaa1111"), ("m2", "bbbb2222")):
         header = _header(run_id, 10)
         header["versions"]["machine"] = machine
         _write(tmp_path / f"{run_id}.jsonl", header, [_rec("op.add.a", "xnnpack", "PASS")])
-    keys = sorted(c.key for c in columns(load_runs([tmp_path])))
+    with opened(load_runs([tmp_path])) as store:
+        keys = sorted(c.key for c in store.columns)
     assert keys == [_key("xnnpack", f"{MACHINE_A} #aaaa1111"), _key("xnnpack", f"{MACHINE_A} #bbbb2222")]
     assert re.fullmatch(r"[0-9a-f]{8}", machine_id()) and machine_id() == machine_id()  # stable, and no host name
 
@@ -411,13 +403,12 @@ def test_shards_of_one_run_join_across_the_runners_of_a_pool(tmp_path: Path) -> 
         header["versions"]["machine"] = machine
         _write(tmp_path / f"s{shard[0]}.jsonl", header, [_rec(f"op.add.{shard[0]}", "xnnpack", "PASS")])
     (run,) = load_runs([tmp_path])
-    assert len(run.records) == 2 and len(run.sources) == 2
+    assert len(run.held) == 2 and len(run.sources) == 2
 
 
 def test_nightly_builds_and_dispatched_commits_stay_in_their_releases_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness import settings
     from harness.env import machine_id
-    from harness.report.runs import columns
 
     for run_id, day, version, sha in (("n1", 10, "1.6.0.dev20261110+git1a2b3c", None), ("n2", 11, "1.6.0.dev20261111+git4d5e6f", "ab" * 20)):
         header = _header(run_id, day, executorch=version)
@@ -425,7 +416,8 @@ def test_nightly_builds_and_dispatched_commits_stay_in_their_releases_column(tmp
             header["upstream"] = {"repo": "pytorch/executorch", "sha": sha}
         _write(tmp_path / f"{run_id}.jsonl", header, [_rec("op.add.a", "xnnpack", "PASS")])
     runs = load_runs([tmp_path])
-    (col,) = columns(runs)
+    with opened(runs) as store:
+        (col,) = store.columns
     assert col.key == _key("xnnpack", stack="torch 2.13.0 · executorch 1.6.0") and runs[1].under_test == "executorch@abababababab"
     # the machine: BTI_MACHINE names it; a GitHub-hosted runner (a fresh VM each job) gets none
     monkeypatch.setenv("BTI_MACHINE", "acme-npu-pool")
@@ -456,15 +448,15 @@ def test_older_runs_are_held_as_their_history_fields_and_cells_read_whole(tmp_pa
     """Bounded memory (1.5 M records): every record of every run is held as the few fields the history reads and its
     line; the cells' records, a stale one from an older run included, are read whole again, and so are history copies."""
     from harness.cli import main
-    from harness.report.runs import HISTORY_KEEP, WHERE
+    from harness.report.runs import Held
 
     _write(tmp_path / "runs" / "a.jsonl", _header("o10", 10), [
         _rec("op.add.a", "xnnpack", "FAIL_RUN", detail="old day's detail", spec_hash="s1", stages={"lower": 0.2}),
         _rec("op.mul.m", "xnnpack", "FAIL_RUN", detail="only on day 10", outputs=[{"name": "output[0]", "max_abs": 0.5}])])
     _write(tmp_path / "runs" / "b.jsonl", _header("o12", 12), [_rec("op.add.a", "xnnpack", "PASS", detail="newest")])
     runs = load_runs([tmp_path / "runs"])
-    held = [r for run in runs for r in run.records]
-    assert len(held) == 3 and all(set(r) <= {*HISTORY_KEEP, WHERE} and "detail" not in r for r in held)
+    assert [len(run.held) for run in runs] == [2, 1] and all(set(vars(run.held)) == set(Held.FIELDS) for run in runs)
+    assert runs[0].held.line.tolist() == [2, 3] and runs[0].held.status == ["FAIL_RUN", "FAIL_RUN"]
     assert main(["portal", str(tmp_path / "runs"), "-o", str(tmp_path / "site"), "--keep-history", str(tmp_path / "h")]) == 0
     items = {}
     for page in (tmp_path / "site" / "items").glob("*.html"):

@@ -26,13 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from harness.errors import UserError
 from harness.report import history as hist
 from harness.report import plots
-from harness.report.runs import Column, Run, columns, compact, hydrate, load_runs, prune, slim_record
+from harness.report.runs import Column, Run, compact, load_runs, prune, slim_record
 from harness.report.safe import http_url
+from harness.report.store import Store, opened
 from harness.report.templating import render
 from harness.results import Record, as_float, atomic_write_text, clean, status_of
 from harness.status import Group, Status
@@ -111,31 +112,41 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
     runs = load_runs(inputs)
     if not runs:
         raise UserError("no runs in the inputs")
-    support_only = {col: hist.latest(rs) for col, rs in columns(load_runs(support_inputs, support=True)).items()} \
-        if support_inputs else {}
+    support_only: dict[Column, dict[str, tuple[Run, Record]]] = {}
+    if support_inputs:
+        with opened(load_runs(support_inputs)) as support_store:
+            support_only = support_store.newest(_for_support)
     prune_history = _keep_history(runs, keep_history, history_days) if keep_history is not None else None
-    cols = columns(runs)
-    now = max(r.created for r in runs)
-    # each column's ages run to its own newest run: a stack nothing runs on any more does not age into "overdue"
-    histories = {c: hist.column_history(c, rs, rs[-1][0].created) for c, rs in cols.items()}
-    m = _Matrix(cols, histories, _recipe_info(runs))
-    for ci, col in enumerate(cols):
-        m.add_column(ci, col)
-    pending = _start(_plots, m.plot_args())  # matplotlib draws in a forked child while the pages render
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "items").mkdir(exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{out_dir}: cannot create the site directory: {exc.strerror}") from None
-    common: dict[str, Any] = {"title": title, "generated": now.strftime("%Y-%m-%d %H:%M UTC"), "nruns": len(runs)}
-    try:
-        _write_site(out_dir, m, common, pending)
-        _write_support(out_dir, m, common, support_only)
-    except OSError as exc:
-        raise UserError(f"{out_dir}: cannot write the site: {exc.strerror} (the inputs are untouched)") from None
+    with opened(runs) as store:
+        m = _Matrix(store, _recipe_info(runs))
+        for ci, col in enumerate(m.cols):
+            m.add_column(ci, col)
+        now = max(r.created for r in runs)
+        pending = _start(_plots, m.plot_args())  # matplotlib draws in a forked child while the pages render
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "items").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{out_dir}: cannot create the site directory: {exc.strerror}") from None
+        common: dict[str, Any] = {"title": title, "generated": now.strftime("%Y-%m-%d %H:%M UTC"), "nruns": len(runs)}
+        try:
+            _write_site(out_dir, m, common, pending)
+            _write_support(out_dir, m, common, support_only)
+        except OSError as exc:
+            raise UserError(f"{out_dir}: cannot write the site: {exc.strerror} (the inputs are untouched)") from None
     if prune_history is not None:  # last: the site's records were read from these files (an input may be a copy)
         prune_history()
-    return Site(out_dir / "index.html", m.nitems, len(runs), len(cols), time.perf_counter() - t0)
+    return Site(out_dir / "index.html", m.nitems, len(runs), len(m.cols), time.perf_counter() - t0)
+
+
+def _for_support(rec: Record) -> Record:
+    """What the operator support page reads of a record given with ``--support-results`` (never shown whole)."""
+    whole = cast(dict[str, Any], rec)
+    held: dict[str, Any] = {k: whole[k] for k in ("id", "recipe", "status", "device", "op") if k in whole}
+    axes = rec.get("axes")
+    held["axes"] = {"dtype": str(axes.get("dtype"))} if isinstance(axes, dict) else {}
+    held["detail"] = str(rec.get("detail") or "")[:200]
+    return cast(Record, held)
 
 
 def _keep_history(runs: list[Run], keep_history: Path, history_days: float) -> Callable[[], None]:
@@ -172,11 +183,12 @@ class _Matrix:
     """The matrix: one row per (suite, case[axes]); one cell per column, the row's newest record in that column
     (runs of other suites or subsets add up); with the figures the plots draw."""
 
-    def __init__(self, cols: dict[Column, list[tuple[Run, dict[str, Record]]]],
-                 histories: dict[Column, hist.ColumnHistory], info: dict[str, dict[str, Any]]) -> None:
-        self.cols, self.histories, self.info = cols, histories, info
+    def __init__(self, store: Store, info: dict[str, dict[str, Any]]) -> None:
+        self.store, self.info = store, info
+        self.cols = store.columns  # each column's runs, oldest first
+        self.histories = {c: store.history(c) for c in self.cols}
         self.rows: dict[str, dict[str, Any]] = {}
-        self.cells: dict[str, list[Any]] = defaultdict(lambda: [None] * len(cols))
+        self.cells: dict[str, list[Any]] = defaultdict(lambda: [None] * len(self.cols))
         self.col_meta: list[dict[str, Any]] = []
         self.sqnr: list[float] = []
         self.buckets: Counter[str] = Counter()
@@ -184,10 +196,9 @@ class _Matrix:
         self.delegated: dict[str, float] = {}
         self.links: dict[tuple[Column, str], str] = {}
         self.chunks: dict[str, tuple[Column, list[tuple[str, Run, Record]]]] = {}
-        self.newest = {col: hist.latest(rs) for col, rs in cols.items()}
-        hydrate(self.newest.values())  # the cells' records whole; the older ones stay the few fields the history reads
+        self.newest = store.newest()  # the cells' records whole; the older ones stay in the store's columns
         self.nitems = sum(len(n) for n in self.newest.values())
-        for col in cols:
+        for col in self.cols:
             prefix = col.id
             for row in sorted(self.newest[col]):
                 key = item_key(col, row)
@@ -197,7 +208,7 @@ class _Matrix:
 
     def add_column(self, ci: int, col: Column) -> None:
         h = self.histories[col]
-        run = self.cols[col][-1][0]  # the column's newest run
+        run = self.cols[col][-1]  # the column's newest run
         counts: Counter[str] = Counter()
         stale = 0
         for row, (cell_run, rec) in self.newest[col].items():
@@ -257,9 +268,12 @@ def _write_site(out_dir: Path, m: _Matrix, common: dict[str, Any], pending: Call
     models = sorted({r["model"] for r in m.rows.values() if r["model"]})
     atomic_write_text(out_dir / "history.json", json.dumps([hist.summary(h) for h in m.histories.values()], indent=1))
     atomic_write_text(out_dir / "matrix.json", json.dumps(data, separators=(",", ":")))
+    trails: dict[Column, dict[str, list[list[Any]]]] = {}
     for name, (col, items) in m.chunks.items():
-        atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col,
-                                                           data=clean(_chunk(col, items, m.cols[col], m.histories[col], out_dir))))
+        if col not in trails:  # the chunks come column by column
+            trails = {col: m.store.trails(col)}
+        atomic_write_text(out_dir / "items" / name, render("portal/item.html.j2", js="item.js", **common, col=col, data=clean(
+            _chunk(col, items, m.cols[col], trails[col], m.histories[col], out_dir))))
     svg = pending()
     atomic_write_text(out_dir / "index.html", render(
         "portal/index.html.j2", js="portal.js", **common, columns=clean(m.col_meta), data=clean(data), svg=svg, overdue=overdue,
@@ -349,12 +363,12 @@ def _start(fn: Callable[[Any], T], arg: Any) -> Callable[[], T]:
     return wait
 
 
-def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tuple[Run, dict[str, Record]]],
+def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[Run], trails: dict[str, list[list[Any]]],
            h: hist.ColumnHistory, site: Path) -> dict[str, Any]:
     """One item page's data: its items' records (the fields the portal shows, the trace cut to its tail)
     with their reproduce command, failure age and status in each run of the column."""
-    runs = [[r.run_id, r.created.strftime("%Y-%m-%d %H:%M"), r.under_test] for r, _ in history]
-    newest = history[-1][0]
+    runs = [[r.run_id, r.created.strftime("%Y-%m-%d %H:%M"), r.under_test] for r in history]
+    newest = history[-1]
     out: dict[str, Any] = {}
     for row, run, rec in items:
         st = status_of(rec)
@@ -366,7 +380,7 @@ def _chunk(col: Column, items: list[tuple[str, Run, Record]], history: list[tupl
             "run": run.run_id, "under_test": run.under_test, "when": run.created.strftime("%Y-%m-%d %H:%M"),
             "stale": _stale(run, newest),
             "age": age.describe() if age else "", "overdue": bool(age and age.overdue), "flaky": h.flaky.get(row),
-            "trail": [[i, str(recs[row].get("status"))] for i, (_, recs) in enumerate(history) if row in recs][-30:],
+            "trail": trails.get(row, []),
             **(_repro(site, run, rec) if st.is_failure else {}),
         }
     return {"column": col.key, "runs": runs, "items": out}

@@ -17,15 +17,16 @@ import json
 import re
 import sys
 import zlib
+from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
 from harness.errors import UserError
-from harness.results import Header, Record, dumps, latest_by_id, read_results, records_at
+from harness.results import Header, Record, dumps, read_results, records_at
 
 # A shard joins a run when the other shards share its signature and it started within this long of them.
 SHARD_WINDOW_S = 6 * 3600
@@ -35,66 +36,83 @@ COMPACT_KEEP = ("kind", "schema", "id", "case", "suite", "op", "tags", "recipe",
                 "baseline", "runtime", "tolerance", "attempts", "duration_s")
 
 
-# What the portal holds of every record of every run: what the history reads (the status, a flip's recipe and case
-# spec, the column's device) and where the record is. The newest record of each item is read again whole (``hydrate``),
-# and a history copy is written from its file (``compact``): 1.5 M records are ~0.5 GB, not ~9 GB of dicts.
-HISTORY_KEEP = ("id", "recipe", "status", "spec_hash", "device")
-WHERE = "_line"  # a held record's (file, line number)
+def _spec(value: Any) -> str:
+    """A record's spec hash as one string: another JSON value (a hostile or hand-edited file) never equals a string."""
+    if isinstance(value, str):
+        return value
+    return "\0null" if value is None else "\0" + json.dumps(value, default=str)
 
 
-# What the operator support page reads of a record given with --support-results (never shown whole).
-SUPPORT_KEEP = ("id", "recipe", "status", "device", "op")
+class Held:
+    """A run's records as the columns the history reads (torch-free): each record's id, row, recipe, device, status and
+    spec hash (strings interned: 30 runs of the same items share them), and where it is (its file and line). Nothing
+    else of a record is held; the portal reads a cell's record again whole (``store.Store.newest``) and a history copy
+    from the files (``whole_records``)."""
 
+    FIELDS = ("id", "row", "recipe", "device", "status", "spec", "src", "line")
 
-def _fields(rec: Record, keys: tuple[str, ...]) -> dict[str, Any]:
-    """``keys`` of ``rec``, strings interned: 30 runs of the same items share their ids, recipes and statuses."""
-    return {k: sys.intern(v) if isinstance(v, str) else v for k in keys if (v := rec.get(k)) is not None}
+    def __init__(self) -> None:
+        self.id: list[str] = []
+        self.row: list[str] = []
+        self.recipe: list[str] = []
+        self.device: list[str] = []
+        self.status: list[str] = []
+        self.spec: list[str] = []
+        self.src: list[str] = []
+        self.line = array("q")
 
+    def __len__(self) -> int:
+        return len(self.id)
 
-def _held(source: str) -> Callable[[int, Record], Record]:
-    def keep(lineno: int, rec: Record) -> Record:
-        held = _fields(rec, HISTORY_KEEP)
-        held[WHERE] = (source, lineno)
-        return cast(Record, held)
-    return keep
+    def keeper(self, source: str) -> Callable[[int, Record], None]:
+        """``read_results``' ``keep``: each record's columns appended here (``read_results`` holds a None for it)."""
+        source = sys.intern(source)
 
+        def keep(lineno: int, rec: Record) -> None:
+            rid = sys.intern(rec["id"])
+            self.id.append(rid)
+            self.row.append(sys.intern(rid.rsplit("@", 1)[0]))
+            self.recipe.append(sys.intern(str(rec.get("recipe", "?"))))
+            self.device.append(sys.intern(str(rec.get("device") or "")))
+            self.status.append(sys.intern(rec["status"]))
+            self.spec.append(sys.intern(_spec(rec.get("spec_hash"))))
+            self.src.append(source)
+            self.line.append(lineno)
+        return keep
 
-def _for_support(source: str) -> Callable[[int, Record], Record]:
-    def keep(lineno: int, rec: Record) -> Record:
-        held = _fields(rec, SUPPORT_KEEP)
-        axes = rec.get("axes")
-        held["axes"] = {"dtype": sys.intern(str(axes.get("dtype")))} if isinstance(axes, dict) else {}
-        held["detail"] = str(rec.get("detail") or "")[:200]
-        return cast(Record, held)
-    return keep
+    def extend(self, other: Held) -> None:
+        for name in self.FIELDS:
+            getattr(self, name).extend(getattr(other, name))
 
+    def latest(self) -> Held:
+        """One record per id, a later one replacing the earlier in its place (``latest_by_id``)."""
+        last = {rid: i for i, rid in enumerate(self.id)}  # the first place of each id, holding its last index
+        if len(last) == len(self.id):
+            return self
+        out = Held()
+        for name in self.FIELDS:
+            col = getattr(self, name)
+            getattr(out, name).extend(col[i] for i in last.values())
+        return out
 
-def hydrate(tables: Iterable[dict[str, tuple[Run, Record]]]) -> None:
-    """Each held record in ``tables`` (row -> (run, record)) replaced by the whole record from its file, one pass over
-    each file, parsing only the lines wanted."""
-    wanted: dict[str, dict[int, list[tuple[dict[str, tuple[Run, Record]], str]]]] = defaultdict(lambda: defaultdict(list))
-    ids: dict[str, dict[int, str]] = defaultdict(dict)
-    for table in tables:
-        for row, (_, rec) in table.items():
-            at = cast(dict[str, Any], rec).get(WHERE)
-            if at is not None:
-                wanted[at[0]][at[1]].append((table, row))
-                ids[at[0]][at[1]] = rec["id"]
-    for source, lines in wanted.items():
-        for lineno, whole in records_at(Path(source), ids[source]):
-            for table, row in lines[lineno]:
-                table[row] = (table[row][0], whole)
+    def items(self) -> list[tuple[str, str]]:
+        """(id, status) of each record."""
+        return list(zip(self.id, self.status, strict=True))
+
+    def columns(self) -> dict[str, Any]:
+        """The columns as numpy arrays (what DuckDB scans)."""
+        import numpy as np
+
+        out: dict[str, Any] = {name: np.array(getattr(self, name), dtype=object) for name in self.FIELDS[:-1]}
+        out["line"] = np.frombuffer(self.line, dtype=np.int64) if len(self.line) else np.zeros(0, dtype=np.int64)
+        return out
 
 
 def whole_records(run: Run) -> Iterator[Record]:
-    """A run's records read again whole from its files, in file order (the held ones), then any record held whole."""
+    """A run's records read again whole from their files, file by file, each in file order."""
     lines: dict[str, dict[int, str]] = defaultdict(dict)
-    for rec in run.records:
-        at = cast(dict[str, Any], rec).get(WHERE)
-        if at is None:
-            yield rec
-        else:
-            lines[at[0]][at[1]] = rec["id"]
+    for rid, src, lineno in zip(run.held.id, run.held.src, run.held.line, strict=True):
+        lines[src][lineno] = rid
     for source, wanted in lines.items():
         for _, rec in records_at(Path(source), wanted):
             yield rec
@@ -103,7 +121,7 @@ def whole_records(run: Run) -> Iterator[Record]:
 @dataclass
 class Run:
     header: Header
-    records: list[Record]
+    held: Held
     sources: list[str] = field(default_factory=list)
 
     @property
@@ -207,23 +225,25 @@ def _signature(h: Header) -> str:
                        shard.split("/")[-1], argv], sort_keys=True, default=str)
 
 
-def load_runs(paths: list[Path], support: bool = False) -> list[Run]:
-    """Every run in ``paths``, oldest first. Shards of one CI run are joined; the same run given twice
-    (a results file and its history copy) counts once. ``support``: each record held as what the operator support
-    page reads (``SUPPORT_KEEP``), never read again."""
+def load_runs(paths: list[Path]) -> list[Run]:
+    """Every run in ``paths``, oldest first, each record held as ``Held``'s columns. Shards of one CI run are joined;
+    the same run given twice (a results file and its history copy) counts once."""
     files = find_files(paths)
     runs: list[Run] = []
     seen: set[str] = set()
     open_shards: dict[str, list[tuple[Run, set[str]]]] = defaultdict(list)
-    hold = _for_support if support else _held
-    loaded = [(f, clean_header(h), recs) for f in files for h, recs in [read_results(f, hold(sys.intern(str(f))))]]
+    loaded = []
+    for f in files:
+        held = Held()
+        header, _ = read_results(f, cast(Callable[[int, Record], Record], held.keeper(str(f))))
+        loaded.append((f, clean_header(header), held))
     loaded.sort(key=lambda t: (parse_time(t[1].get("created")), str(t[0])))
     # a merged file and the shards it was merged from: the merged one stands for them
     merged = {str(m.get("run_id")) for _, h, _ in loaded if not h.get("shard")
               for m in (h.get("merged_from") or []) if isinstance(m, dict)}
-    for path, header, records in loaded:
+    for path, header, held in loaded:
         rid = str(header.get("run_id"))
-        fingerprint = _fingerprint(header, records)
+        fingerprint = _fingerprint(header, held)
         if fingerprint in seen or (header.get("shard") and rid in merged):
             continue
         seen.add(fingerprint)
@@ -234,21 +254,21 @@ def load_runs(paths: list[Path], support: bool = False) -> list[Run]:
             for run, shards in open_shards[sig]:
                 if shard not in shards and abs((parse_time(header.get("created")) - run.created).total_seconds()) <= SHARD_WINDOW_S:
                     shards.add(shard)
-                    run.records.extend(records)
+                    run.held.extend(held)
                     run.sources.append(str(path))
                     run.header.setdefault("merged_from", []).append({"run_id": rid, "shard": shard})
                     joined = True
                     break
             if joined:
                 continue
-            run = Run(dict(header), list(records), [str(path)])  # type: ignore[arg-type]
+            run = Run(dict(header), held, [str(path)])  # type: ignore[arg-type]
             run.header["merged_from"] = [{"run_id": rid, "shard": shard}]
             open_shards[sig].append((run, {shard}))
             runs.append(run)
             continue
-        runs.append(Run(header, records, [str(path)]))
+        runs.append(Run(header, held, [str(path)]))
     for run in runs:
-        run.records = list(latest_by_id(run.records).values())
+        run.held = run.held.latest()
         if len(run.header.get("merged_from") or []) > 1:
             run.header["shard"] = None  # joined: a whole run now (its history copy names the shards it stands for)
     runs.sort(key=lambda r: (r.created, r.run_id))
@@ -285,34 +305,13 @@ def _release(version: Any) -> str:
         return str(version)
 
 
-def _fingerprint(header: Header, records: list[Record]) -> str:
+def _fingerprint(header: Header, held: Held) -> str:
     """One run's identity: its run id, date and machine, and what it recorded (item ids and statuses). A history copy
     of a run has the same; another run that happens to carry the same run id (copied, forged or colliding) does not."""
     v = header.get("versions") if isinstance(header.get("versions"), dict) else {}
-    items = sorted((str(r.get("id")), str(r.get("status"))) for r in latest_by_id(records).values())
+    items = sorted(held.latest().items())
     body = json.dumps([str(header.get("run_id")), str(header.get("created")), str((v or {}).get("cpu")), items])
     return hashlib.sha1(body.encode("utf-8", "replace")).hexdigest()
-
-
-def columns(runs: list[Run]) -> dict[Column, list[tuple[Run, dict[str, Record]]]]:
-    """Each column's runs, oldest first, with that run's records of the column keyed by row (the id without
-    ``@recipe``)."""
-    out: dict[Column, list[tuple[Run, dict[str, Record]]]] = defaultdict(list)
-    for run in runs:
-        per: dict[Column, dict[str, Record]] = defaultdict(dict)
-        machine, stacks = run.machine, {}  # a run's stack per recipe, worked out once (not per record)
-        for rec in run.records:
-            recipe = str(rec.get("recipe", "?"))
-            if recipe not in stacks:
-                stacks[recipe] = stack_of(run, recipe)
-            per[Column(recipe, machine, str(rec.get("device") or ""), stacks[recipe])][row_of(rec)] = rec
-        for col, recs in per.items():
-            out[col].append((run, recs))
-    return dict(sorted(out.items(), key=lambda kv: kv[0].key))
-
-
-def row_of(rec: Record) -> str:
-    return str(rec["id"]).rsplit("@", 1)[0]
 
 
 def slim_record(rec: Record, limit: int, mark: str = "") -> dict[str, Any]:
@@ -337,7 +336,7 @@ def compact(run: Run, dest_dir: Path) -> Path:
     safe_id = "".join(c for c in run.run_id if c.isalnum())[:24] or "run"
     path = dest_dir / f"{stamp}-{safe_id}.jsonl.gz"
     if path.exists() and _first_header(path) != run.header:
-        path = dest_dir / f"{stamp}-{safe_id}{_fingerprint(run.header, run.records)[:8]}.jsonl.gz"
+        path = dest_dir / f"{stamp}-{safe_id}{_fingerprint(run.header, run.held)[:8]}.jsonl.gz"
     if path.exists():
         return path
     lines = [dumps(run.header)]
