@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.judge import NOISE_K, SYSTEMATIC_STEPS, fp64_check, quantized_check
+from harness.judge import MODEL_QUANTIZED, NOISE_K, QUANTIZED_DEFAULTS, SYSTEMATIC_STEPS, fp64_check, quantized_check
 from harness.report import badge, comment, dashboard, markdown, relay
 from harness.report.compare import compare
 from harness.report.summary import by_recipe, headline
@@ -134,6 +134,31 @@ def test_the_systematic_check_passes_what_a_correct_delegate_does() -> None:
     assert quantized_check("o", narrow + rng.normal(size=512) * 1e-5, narrow, None, {})[0] is None
     f = rng.normal(size=512)
     assert quantized_check("o", f + rng.normal(size=512) * 0.01, f, None, {"atol": 5e-2})[0] is None
+
+
+@pytest.mark.parametrize("n", [20, 1000])
+def test_a_models_outputs_hold_the_suites_bound_and_no_systematic_error(n: int) -> None:
+    """A model under a quantized recipe (MODEL_QUANTIZED): rounding differences of several steps that compound through
+    its layers pass, as the upstream suite passes them; an element past atol 0.1 + rtol 0.04*|ref| fails, and on 1,000
+    outputs so does a systematic error (a zero point off by one, a gain 3 % off) however small each element's error."""
+    model = {**QUANTIZED_DEFAULTS, **MODEL_QUANTIZED, "rule": "model"}
+    scale = 0.03
+    rng = np.random.default_rng(n)
+    r = np.round(rng.normal(size=n) * 0.8 / scale) * scale  # logits: RMS ~0.8 on a grid of 0.03
+    noisy = r + rng.integers(-3, 4, size=n) * scale  # up to 3 steps either way, no bias
+    assert quantized_check("o", noisy, r, scale, {})[0] is not None  # an op would fail here
+    assert quantized_check("o", noisy, r, scale, model)[0] is None
+    far = noisy.copy()
+    far[0] = r[0] + 0.1 + 0.04 * abs(r[0]) + scale
+    problem, _ = quantized_check("o", far, r, scale, model)
+    assert problem and "exceeds (a model) atol 0.1 + rtol 0.04" in problem
+    if n >= 1000:  # 20 outputs 3 steps noisy know their gain to about 6 % and their mean to 2 % (three errors)
+        problem, _ = quantized_check("o", r * 1.03 + (noisy - r) * 0.5, r, scale, model)
+        assert problem and "systematic" in problem and "a model" in problem, problem
+        # one step of offset, each element within 3 steps (0.09): far outside the mean's sampling error
+        shifted = r + rng.integers(-2, 3, size=n) * scale + scale
+        problem, _ = quantized_check("o", shifted, r, scale, model)
+        assert problem and "systematic" in problem, problem
 
 
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:
