@@ -31,7 +31,7 @@ from typing import Any, TypeVar, cast
 from harness.errors import UserError
 from harness.report import history as hist
 from harness.report import plots
-from harness.report.runs import Column, Run, compact, load_runs, prune, slim_record
+from harness.report.runs import Column, Held, Run, compact, load_runs, prune, slim_record
 from harness.report.safe import http_url
 from harness.report.store import Store, opened
 from harness.report.templating import render
@@ -118,6 +118,8 @@ def build(inputs: list[Path], out_dir: Path, keep_history: Path | None = None, t
             support_only = support_store.newest(_for_support)
     prune_history = _keep_history(runs, keep_history, history_days) if keep_history is not None else None
     with opened(runs) as store:
+        for run in runs:  # the store holds every record now (and the history copies are written)
+            run.held = Held()
         m = _Matrix(store, _recipe_info(runs))
         for ci, col in enumerate(m.cols):
             m.add_column(ci, col)

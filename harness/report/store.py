@@ -62,59 +62,58 @@ class Store:
         self.db = duckdb.connect(":memory:", config={
             "memory_limit": memory_limit, "temp_directory": self._tmp.name,
             "autoinstall_known_extensions": False, "autoload_known_extensions": False})  # no network, ever
-        self.rows, self.ids, self.srcs, specs, vkeys = _Codes(), _Codes(), _Codes(), _Codes(), _Codes()
+        self.rows, self.ids, self.srcs, self._specs, self._vkeys = _Codes(), _Codes(), _Codes(), _Codes(), _Codes()
         self._col: dict[Column, int] = {}
-        col_runs: dict[int, set[int]] = defaultdict(set)
-        self.db.execute("CREATE TABLE held (run INTEGER, k BIGINT, col INTEGER, vkey INTEGER, row INTEGER, id INTEGER, "
-                        "status INTEGER, spec INTEGER, src INTEGER, line BIGINT)")
-        k = 0
-        for i, run in enumerate(runs):
-            held = run.held
-            # each (recipe, device) of the run: its column, and the key a flip is counted within (the software and
-            # the recipe's hash, as JSON: the hashes come from results files and may be any JSON value)
-            pairs: dict[tuple[str, str], int] = {}
-            local = np.fromiter((pairs.setdefault(p, len(pairs)) for p in zip(held.recipe, held.device, strict=True)),
-                                np.int32, len(held))
-            cols, keys = [], []
-            for recipe, device in pairs:
-                col = self._col.setdefault(Column(recipe, run.machine, device, stack_of(run, recipe)), len(self._col))
-                col_runs[col].add(i)
-                cols.append(col)
-                keys.append(json.dumps([run.versions_key, (run.header.get("recipes") or {}).get(recipe)], default=str))
-            self.db.register("data", {  # DuckDB reads a dict of numpy arrays in place
-                "k": np.arange(k, k + len(held), dtype=np.int64),  # the record's place: a row's last record wins
-                "col": np.array(cols, np.int32)[local], "vkey": vkeys.of(keys)[local],
-                "row": self.rows.of(held.row), "id": self.ids.of(held.id), "spec": specs.of(held.spec),
-                "src": self.srcs.of(held.src), "line": np.frombuffer(held.line, np.int64) if len(held) else np.zeros(0, np.int64),
-                "status": np.fromiter((STATUS_CODE[s] for s in held.status), np.int32, len(held))})
-            self.db.execute("INSERT INTO held SELECT ?, k, col, vkey, row, id, status, spec, src, line FROM data", [i])
-            self.db.unregister("data")
-            k += len(held)
-        order = sorted(self._col, key=lambda c: c.key)
-        self.columns = {col: [runs[i] for i in sorted(col_runs[self._col[col]])] for col in order}  # oldest first
-        self._cells()
-
-    def close(self) -> None:
-        self.db.close()
-        self._tmp.cleanup()
-
-    def _cells(self) -> None:
-        """``c``: one record per column, row and run (the run's last: two ids may name one row), with its outcome and
-        the run's place among its column's runs (``ci``); ``newest``: each row's newest record in each column."""
+        self._col_runs: dict[int, list[int]] = defaultdict(list)
         self.db.execute("CREATE TABLE statuses (status INTEGER, outcome VARCHAR, passed BOOLEAN, ran BOOLEAN, failed BOOLEAN)")
         self.db.executemany("INSERT INTO statuses VALUES (?, ?, ?, ?, ?)", [(STATUS_CODE[s], *rest) for s, *rest in STATUSES])
-        self.db.execute("""
-            CREATE TABLE c AS
-            SELECT h.col, h.run, dense_rank() OVER (PARTITION BY h.col ORDER BY h.run) - 1 AS ci, h.row, h.id, h.status,
-                   h.spec, h.src, h.line, h.vkey, s.outcome, s.passed, s.ran, s.failed
-            FROM held h JOIN statuses s USING (status)
-            QUALIFY row_number() OVER (PARTITION BY h.col, h.run, h.row ORDER BY h.k DESC) = 1""")
-        self.db.execute("DROP TABLE held")
+        # c: one record per column, row and run, with its outcome and the run's place among its column's runs (ci)
+        self.db.execute("CREATE TABLE c (col INTEGER, run INTEGER, ci INTEGER, row INTEGER, id INTEGER, status INTEGER, "
+                        "spec INTEGER, src INTEGER, line BIGINT, vkey INTEGER, outcome VARCHAR, passed BOOLEAN, ran BOOLEAN, "
+                        "failed BOOLEAN)")
+        for i, run in enumerate(runs):  # oldest first
+            if len(run.held):
+                self._insert(i, run)
+        order = sorted(self._col, key=lambda c: c.key)
+        self.columns = {col: [runs[i] for i in self._col_runs[self._col[col]]] for col in order}  # oldest first
         self.db.execute("""
             CREATE TABLE newest AS
             SELECT col, row, max(run) AS run, arg_max(id, run) AS id, arg_max(src, run) AS src,
                    arg_max(line, run) AS line, arg_max(outcome, run) AS outcome
             FROM c GROUP BY col, row""")
+
+    def _insert(self, i: int, run: Run) -> None:
+        """Run ``i``'s records into ``c``: one per column and row (the run's last: two ids may name one row)."""
+        held = run.held
+        # each (recipe, device) of the run: its column, and the key a flip is counted within (the software and the
+        # recipe's hash, as JSON: the hashes come from results files and may be any JSON value)
+        pairs: dict[tuple[str, str], int] = {}
+        local = np.fromiter((pairs.setdefault(p, len(pairs)) for p in zip(held.recipe, held.device, strict=True)),
+                            np.int32, len(held))
+        cols, places, keys = [], [], []
+        for recipe, device in pairs:
+            col = self._col.setdefault(Column(recipe, run.machine, device, stack_of(run, recipe)), len(self._col))
+            if not self._col_runs[col] or self._col_runs[col][-1] != i:
+                self._col_runs[col].append(i)
+            cols.append(col)
+            places.append(len(self._col_runs[col]) - 1)
+            keys.append(json.dumps([run.versions_key, (run.header.get("recipes") or {}).get(recipe)], default=str))
+        col_of, row_of = np.array(cols, np.int32)[local], self.rows.of(held.row)
+        _, last = np.unique(((col_of.astype(np.int64) << 32) | row_of)[::-1], return_index=True)
+        keep = np.sort(len(held) - 1 - last)
+        line = np.frombuffer(held.line, np.int64) if len(held) else np.zeros(0, np.int64)
+        self.db.register("data", {  # DuckDB reads a dict of numpy arrays in place
+            "col": col_of[keep], "ci": np.array(places, np.int32)[local][keep], "row": row_of[keep],
+            "id": self.ids.of(held.id)[keep], "spec": self._specs.of(held.spec)[keep], "src": self.srcs.of(held.src)[keep],
+            "line": line[keep], "vkey": self._vkeys.of(keys)[local][keep],
+            "status": np.fromiter((STATUS_CODE[s] for s in held.status), np.int32, len(held))[keep]})
+        self.db.execute("INSERT INTO c SELECT col, ?, ci, row, id, status, spec, src, line, vkey, s.outcome, s.passed, "
+                        "s.ran, s.failed FROM data JOIN statuses s USING (status)", [i])
+        self.db.unregister("data")
+
+    def close(self) -> None:
+        self.db.close()
+        self._tmp.cleanup()
 
     def history(self, column: Column) -> ColumnHistory:
         """What the column's runs say over time, its failures' ages measured to its own newest run."""
