@@ -136,6 +136,10 @@ def test_filters_select_by_op_tag_glob_and_dtype() -> None:
     assert by_tag and all("pool" in i.case.tags for i in by_tag)
     by_glob = expand(cases, recipes, Filters(patterns=("op.relu.*",), dtypes=("float32",)))
     assert {i.case.id for i in by_glob} == {f"op.relu.rank{r}" for r in range(6)}
+    item = by_glob[0]  # an id pasted from a report matches itself, its brackets taken literally, and excludes itself
+    assert [i.id for i in expand(cases, recipes, Filters(patterns=(item.id,)))] == [item.id]
+    assert [i.id for i in expand(cases, recipes, Filters(patterns=(item.group,)))] == [item.id]
+    assert item.id not in {i.id for i in expand(cases, recipes, Filters(patterns=("op.relu.*",), exclude=(item.id,)))}
 
 
 def test_unknown_suite_and_recipe_are_user_errors() -> None:

@@ -23,9 +23,9 @@ class Filters:
 
     def keep(self, item: Item) -> bool:
         keys = (item.case.id, item.group, item.id)
-        if self.patterns and not any(fnmatch.fnmatchcase(k, p) for p in self.patterns for k in keys):
+        if self.patterns and not any(_matches(k, p) for p in self.patterns for k in keys):
             return False
-        if self.exclude and any(fnmatch.fnmatchcase(k, p) for p in self.exclude for k in keys):
+        if self.exclude and any(_matches(k, p) for p in self.exclude for k in keys):
             return False
         if self.ops and not _op_matches(item.case, self.ops):
             return False
@@ -34,6 +34,12 @@ class Filters:
         if self.dtypes and item.axes.dtype not in self.dtypes:
             return False
         return not (self.shapes and item.axes.shape not in self.shapes)
+
+
+def _matches(key: str, pattern: str) -> bool:
+    """A glob, or the id itself: an item id pasted from a report (``op.add.x[float32,static]@xnnpack``) matches though
+    its brackets read as a character class in a glob."""
+    return key == pattern or fnmatch.fnmatchcase(key, pattern)
 
 
 def _op_matches(case: Case, ops: tuple[str, ...]) -> bool:
