@@ -152,9 +152,13 @@ def test_a_models_outputs_hold_the_suites_bound_and_no_systematic_error(n: int) 
     far[0] = r[0] + 0.1 + 0.04 * abs(r[0]) + scale
     problem, _ = quantized_check("o", far, r, scale, model)
     assert problem and "exceeds (a model) atol 0.1 + rtol 0.04" in problem
+    problem, _ = quantized_check("o", r * 1.05, r, scale, model)  # a pure gain error: no noise to hide in
+    assert problem and "systematic" in problem, problem
     if n >= 1000:  # 20 outputs 3 steps noisy know their gain to about 6 % and their mean to 2 % (three errors)
         problem, _ = quantized_check("o", r * 1.03 + (noisy - r) * 0.5, r, scale, model)
         assert problem and "systematic" in problem and "a model" in problem, problem
+        problem, _ = quantized_check("o", far * 1.05, r, scale, model)  # past the bound and off in gain: both named
+        assert problem and "exceeds (a model)" in problem and "; and a systematic error" in problem, problem
         # one step of offset, each element within 3 steps (0.09): far outside the mean's sampling error
         shifted = r + rng.integers(-2, 3, size=n) * scale + scale
         problem, _ = quantized_check("o", shifted, r, scale, model)

@@ -24,10 +24,18 @@ def _outcome(status: str | None) -> str:
     return "other" if status is None else Status(status).group.outcome
 
 
+def _cells(run: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A run's record per row: a later record of an id replaces the earlier in its place, then a row's last wins."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for r in run:
+        by_id[r["id"]] = r
+    return {r["id"].rsplit("@", 1)[0]: r for r in by_id.values()}
+
+
 def _oracle(runs: list[list[dict[str, Any]]], created: list[Any], keys: list[str]) -> dict[str, Any]:
     """One column's history read from the rules as the docs state them: ``runs`` are the column's runs, oldest first,
     each its records in file order (a later record of a row replaces an earlier one)."""
-    recs = [{r["id"].rsplit("@", 1)[0]: r for r in run} for run in runs]
+    recs = [_cells(run) for run in runs]
     points = [(sum(Status(r["status"]).is_pass for r in rr.values()), sum(not Status(r["status"]).did_not_run for r in rr.values()),
                sum(Status(r["status"]).is_failure for r in rr.values())) for rr in recs]
     changes, last = [], {}
@@ -79,13 +87,16 @@ def test_the_stores_history_is_the_rules_history(tmp_path: Path, seed: int) -> N
             case = f"op.c{n}" if suite == "ops" or (suite == "both" and n % 2) else f"model.m{n}"
             if rnd.random() < 0.2:
                 continue  # the item is absent from this run
-            spec = rnd.choice(["s", "s", "s", None, {"x": 1}])
+            spec = rnd.choice(["s", "s", "s", None, {"x": 1}, "\0null", "jnull"])  # no two of them one key
             recs.append({"kind": "result", "schema": 1, "id": f"{case}[float32,static]@xnnpack", "recipe": "xnnpack",
                          "status": rnd.choice(STATUSES), "spec_hash": spec})
             if rnd.random() < 0.15:  # a retried item: its later record replaces the first
                 recs.append({**recs[-1], "status": rnd.choice(STATUSES)})
-            if rnd.random() < 0.1:  # another id naming the same row and recipe (a hand-edited file): the later wins
-                recs.append({**recs[-1], "id": f"{case}[float32,static]@alias", "status": rnd.choice(STATUSES)})
+            if rnd.random() < 0.2:  # another id naming the same row and recipe (a hand-edited file)
+                first = recs[-1]
+                recs.append({**first, "id": f"{case}[float32,static]@alias", "status": rnd.choice(STATUSES)})
+                if rnd.random() < 0.5:  # and the first id again: it keeps its place, before the alias
+                    recs.append({**first, "status": rnd.choice(STATUSES)})
         (tmp_path / f"r{day}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in [header, *recs]))
         written[stack].append((day, recs))
     runs = load_runs([tmp_path])
@@ -104,5 +115,5 @@ def test_the_stores_history_is_the_rules_history(tmp_path: Path, seed: int) -> N
                     for row, a in h.ages.items()} == want["ages"]
             assert h.flaky == want["flaky"]
             newest = store.newest()[col]
-            latest = {r["id"].rsplit("@", 1)[0]: r for _, recs in written[stack] for r in recs}
+            latest = {row: r for _, recs in written[stack] for row, r in _cells(recs).items()}
             assert {row: rec["status"] for row, (_, rec) in newest.items()} == {row: r["status"] for row, r in latest.items()}

@@ -39,8 +39,8 @@ COMPACT_KEEP = ("kind", "schema", "id", "case", "suite", "op", "tags", "recipe",
 def _spec(value: Any) -> str:
     """A record's spec hash as one string: another JSON value (a hostile or hand-edited file) never equals a string."""
     if isinstance(value, str):
-        return value
-    return "\0null" if value is None else "\0" + json.dumps(value, default=str)
+        return "s" + value
+    return "jnull" if value is None else "j" + json.dumps(value, default=str)
 
 
 class Held:

@@ -62,6 +62,14 @@ class Store:
         self.db = duckdb.connect(":memory:", config={
             "memory_limit": memory_limit, "temp_directory": self._tmp.name,
             "autoinstall_known_extensions": False, "autoload_known_extensions": False})  # no network, ever
+        try:
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self) -> None:
+        runs = self.runs
         self.rows, self.ids, self.srcs, self._specs, self._vkeys = _Codes(), _Codes(), _Codes(), _Codes(), _Codes()
         self._col: dict[Column, int] = {}
         self._col_runs: dict[int, list[int]] = defaultdict(list)
@@ -134,6 +142,7 @@ class Store:
             first = self.runs[since]
             h.ages[rows[row]] = Age(rows[row], first, None if last_pass is None else self.runs[last_pass],
                               max(now - first.created, timedelta(0)), streak)
+        h.ages = dict(sorted(h.ages.items()))
         # a flip: the outcome changed at least twice between records of the same software, recipe and case spec
         h.flaky = {rows[row]: sorted(STATUS_NAME[s] for s in statuses) for row, statuses in self.db.execute("""
                 WITH seq AS (SELECT row, vkey, spec, outcome <> lag(outcome) OVER (PARTITION BY row, vkey, spec ORDER BY run) AS flip
@@ -141,6 +150,7 @@ class Store:
                      g AS (SELECT row, vkey, spec FROM seq GROUP BY ALL HAVING count(*) FILTER (flip) >= 2)
                 SELECT row, list(DISTINCT status) FROM c JOIN g USING (row, vkey, spec) WHERE col = $1 GROUP BY row""",
                 [col]).fetchall()}
+        h.flaky = dict(sorted(h.flaky.items()))
         return h
 
     def _changes(self, col: int, runs: list[Run]) -> list[tuple[Run, Run, list[str], list[str]]]:
@@ -188,7 +198,7 @@ class Store:
                 held = rec if keep is None else keep(rec)
                 for col, row, run in lines[lineno]:
                     out[by_code[col]][self.rows.text[row]] = (self.runs[run], held)
-        return out
+        return {col: dict(sorted(cells.items())) for col, cells in out.items()}  # by row: the same whatever the files' order
 
 
 @contextmanager
