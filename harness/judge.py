@@ -645,9 +645,9 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
     plain = baseline is None and judgeable
     if recipe.quantized and judgeable and (baseline is None or quantized is not None):
         # against its own quantized program, beside a baseline too (whose outputs then stand in for fp32's)
-        if is_model(item):
-            tol = {**tol, **{k: max(float(tol.get(k, QUANTIZED_DEFAULTS[k])), v) for k, v in MODEL_QUANTIZED.items()},
-                   "qtol": 0.0, "rule": "model"}
+        if is_model(item):  # the suite's model bound, or the recipe's own where wider; no step allowance
+            tol = {**tol, **{k: max(float(tol.get(k, QUANTIZED_DEFAULTS[k])), MODEL_QUANTIZED[k]) for k in ("atol", "rtol")},
+                   "qtol": MODEL_QUANTIZED["qtol"], "rule": "model"}
         result = _judge_quantized(got, want, tol, quantized, verdict)
     elif plain and is_model(item) and rule == "dynamo":
         # under autocast the device computes in the autocast dtype: its tolerance and multiplier (dynamo's --amp)

@@ -99,14 +99,6 @@ class Held:
         """(id, status) of each record."""
         return list(zip(self.id, self.status, strict=True))
 
-    def columns(self) -> dict[str, Any]:
-        """The columns as numpy arrays (what DuckDB scans)."""
-        import numpy as np
-
-        out: dict[str, Any] = {name: np.array(getattr(self, name), dtype=object) for name in self.FIELDS[:-1]}
-        out["line"] = np.frombuffer(self.line, dtype=np.int64) if len(self.line) else np.zeros(0, dtype=np.int64)
-        return out
-
 
 def whole_records(run: Run) -> Iterator[Record]:
     """A run's records read again whole from their files, file by file, each in file order."""

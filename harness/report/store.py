@@ -2,8 +2,8 @@
 column's history (pass rate, regressions, failure ages, flips) are queries over them.
 
 A year of nightly sweeps is tens of millions of records. Python objects per record grow with every run; here a record
-is one row of a table whose strings (ids, recipes, statuses, repeated in every run) DuckDB stores dictionary-encoded,
-and the history is a handful of window-function queries that run in C++ on every core. Only the newest record of each
+is one row of a table of integers (its strings, repeated in every run, are coded once: ``_Codes``), and the history
+is a handful of window-function queries that run in C++ on every core. Only the newest record of each
 cell is read again whole, from its file (``newest``); the JSONL stays the contract and the artifact.
 
 Why DuckDB rather than pyarrow: both hold columns; the history is grouping and ``lag`` over each item's runs, which
@@ -13,6 +13,7 @@ in memory; past its memory limit it spills to a private temporary directory, rem
 
 from __future__ import annotations
 
+import itertools
 import json
 import tempfile
 from collections import defaultdict
@@ -33,6 +34,7 @@ from harness.status import Status
 STATUSES = [(s.value, s.group.outcome, s.is_pass, not s.did_not_run, s.is_failure) for s in Status]
 STATUS_NAME = [s.value for s in Status]
 STATUS_CODE = {name: i for i, name in enumerate(STATUS_NAME)}
+TRAIL = 30  # an item page shows its status in the column's last 30 runs
 
 
 class _Codes:
@@ -45,9 +47,8 @@ class _Codes:
     def of(self, values: list[str]) -> Any:
         code = self.code
         out = np.fromiter((code.setdefault(v, len(code)) for v in values), np.int32, len(values))
-        self.text.extend(list(code)[len(self.text):])
+        self.text.extend(itertools.islice(code, len(self.text), None))  # the new ones, in the order they were coded
         return out
-TRAIL = 30  # an item page shows its status in the column's last 30 runs
 
 
 class Store:
