@@ -64,6 +64,12 @@ SYSTEMATIC_REL = 0.01
 # allowances widened by three of their standard errors (a 20-element output's estimates are themselves noisy)
 MODEL_QUANTIZED = {"atol": 0.1, "rtol": 0.04, "qtol": 0.0}
 MEAN_SE = 3.0
+# a model's float outputs against fp64: rounding error through tens of layers lands on different elements in eager and
+# in a backend with the same distribution (inception_v3 on XNNPACK: RMSE 1.28 x eager's, the 99th percentile 0.19e-3
+# against eager's 0.15e-3, yet 5 of 1,000 logits past k x eager's error at that element: docs/recipes.md), so a model's
+# noise floor is eager's error at the element or eager's largest, whichever is more, and the output's RMSE against fp64
+# must stay within atol + k x eager's RMSE (dynamo's rule for models, at its float32 multiplier) as a whole
+MODEL_FLOOR = "eager's largest"
 
 
 # ---------------------------------------------------------------------------------------------------- conversion
@@ -337,12 +343,14 @@ def _is_float(a: NDArray[Any]) -> bool:
 
 
 def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[Any], tol: Mapping[str, Any],
-               dtype: str, k: float = NOISE_K) -> tuple[str | None, dict[str, Any]]:
+               dtype: str, k: float = NOISE_K, model: bool = False) -> tuple[str | None, dict[str, Any]]:
     """One float output against the module's float64 output, with eager's own error as the noise floor, element by
     element (see the module's docstring). Returns (the problem or None, the figures: ``max_abs`` against fp64, eager's
     largest error ``noise_max_abs``, their ``ratio``, ``rel_l2``, the ``gain`` and its ``gain_budget``). NaN must
     match eager's NaN, and where eager is not finite (or fp64 does not fit the dtype) the output must equal eager, as
-    before; those failures keep the eager comparison's words ("NaN where the reference has none", "exceeds atol")."""
+    before; those failures keep the eager comparison's words ("NaN where the reference has none", "exceeds atol").
+    A ``model``'s floor is eager's error at the element or its largest, whichever is more, with the RMSE held as a
+    whole (``MODEL_FLOOR``; the figures add ``rmse`` and eager's ``noise_rmse``)."""
     o, e = out.astype(np.float64, copy=False).ravel(), eager.astype(np.float64, copy=False).ravel()
     f = fp64.astype(np.float64, copy=False).ravel()
     atol, rtol = float(tol.get("atol") or 0.0), float(tol.get("rtol") or 0.0)
@@ -351,7 +359,8 @@ def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[
         fin = np.isfinite(e) & fits
         special = ~fin & ~((o == e) | (np.isnan(o) & np.isnan(e)))
         noise_d, err_d = np.abs(e[fin] - f[fin]), np.abs(o[fin] - f[fin])
-        over = ~(err_d <= atol + rtol * np.abs(f[fin]) + k * noise_d)  # NaN in the output fails
+        floor = np.maximum(noise_d, noise_d.max()) if model and noise_d.size else noise_d
+        over = ~(err_d <= atol + rtol * np.abs(f[fin]) + k * floor)  # NaN in the output fails
         top = float(np.max(np.abs(f[fin]))) if fin.any() else 0.0  # scaled to 1 first: no underflow, however small
         fs, os_, es = (f[fin] / top, o[fin] / top, e[fin] / top) if top > 0 else (f[fin], o[fin], e[fin])
         power = float(np.dot(fs, fs))
@@ -365,6 +374,9 @@ def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[
     figures = {"max_abs": err, "rel_l2": rel if math.isfinite(rel) else math.inf, "noise_max_abs": noise,
                "ratio": (err / noise if noise > 0 else (0.0 if err == 0 else math.inf)), "k": k,
                "gain": gain if math.isfinite(gain) else math.inf, "gain_budget": gain_budget}
+    if model:
+        with np.errstate(all="ignore"):
+            figures["rmse"], figures["noise_rmse"] = (float(np.sqrt(np.mean(d * d))) if d.size else 0.0 for d in (err_d, noise_d))
     nan_bad = np.isnan(o) != np.isnan(e)
     if nan_bad.any():
         return f"{path}: NaN where the reference has none (or the reverse) at {_index(int(np.argmax(nan_bad)), out.shape)}", figures
@@ -374,9 +386,13 @@ def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[
                 f"({int(special.sum())}/{o.size} elements; first at {_index(at, out.shape)}: {o[at]:.6g} vs {e[at]:.6g})"), figures
     if over.any():
         where = np.flatnonzero(fin)[int(np.argmax(over))]
-        return (f"{path}: max_abs {err:.4g} against fp64 exceeds atol {atol:g} + rtol {rtol:g}*|fp64| + {k:g} x eager's error "
-                f"there ({int(over.sum())}/{o.size} elements; first at {_index(int(where), out.shape)}: {o[where]:.6g} vs fp64 "
+        there = f"the larger of its error there and its largest, {noise:.3g} (a model)" if model else "error there"
+        return (f"{path}: max_abs {err:.4g} against fp64 exceeds atol {atol:g} + rtol {rtol:g}*|fp64| + {k:g} x eager's {there} "
+                f"({int(over.sum())}/{o.size} elements; first at {_index(int(where), out.shape)}: {o[where]:.6g} vs fp64 "
                 f"{f[where]:.6g}, eager {e[where]:.6g})"), figures
+    if model and not figures["rmse"] <= atol + k * figures["noise_rmse"]:
+        return (f"{path}: RMSE {figures['rmse']:.4g} against fp64 exceeds atol {atol:g} + {k:g} x eager's RMSE "
+                f"{figures['noise_rmse']:.3g} (a model: its error as a whole)"), figures
     if power > 0 and not abs(gain - 1.0) <= gain_budget:
         return (f"{path}: the output is {gain:.4g} x fp64 (least squares), off by more than {gain_budget:.3g} (the largest of "
                 f"rtol, the {dtype} floor and {k:g} x eager's {gain_noise:.3g}): off in scale or magnitude"), figures
@@ -656,7 +672,7 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
         result = Comparison(ok, message, tuple(verdict.stats), {"rule": "dynamo", "tol": DYNAMO_TOL.get(compute, 1e-4)},
                             accuracy, reference="fp64")
     elif plain:
-        result = _judge_fp64(group, got, want, tol, verdict)
+        result = _judge_fp64(group, got, want, tol, verdict, model=is_model(item))
     return _model_checks(item, recipe, group, got, want, result, deterministic)
 
 
@@ -727,7 +743,7 @@ def _quality(path: str, s: Mapping[str, Any], tol: Mapping[str, Any]) -> str | N
 
 
 def _judge_fp64(group: Subject, got: _Outputs, eager: list[NDArray[Any]], tol: dict[str, Any],
-                verdict: Verdict) -> Comparison:
+                verdict: Verdict, model: bool = False) -> Comparison:
     """Float outputs against fp64 with eager's noise floor; integer and bool outputs as compared against eager. The
     SQNR and cosine floors stay on the eager comparison. Without an fp64 reference, the eager comparison decides."""
     fp64 = group.fp64_reference() if any(_is_float(e) for e in eager) else None
@@ -740,14 +756,15 @@ def _judge_fp64(group: Subject, got: _Outputs, eager: list[NDArray[Any]], tol: d
         path, entry = f"output[{i}]", dict(entry)
         f = to_numpy(f_raw)
         if _is_float(e) and _is_float(o) and f.shape == e.shape:
-            problem, entry["fp64"] = fp64_check(path, o, e, f, tol, dtype_name(got.raw[i]))
+            problem, entry["fp64"] = fp64_check(path, o, e, f, tol, dtype_name(got.raw[i]), model=model)
             problem = problem or _floors(path, entry, tol)
         else:
             problem = _check(path, o, e, entry, tol)
         stats.append(entry)
         if problem:
             problems.append(problem)
-    return Comparison(not problems, "; ".join(problems), tuple(stats), {**tol, "k": NOISE_K, "fp64": group.fp64_source},
+    floor = {"floor": MODEL_FLOOR} if model else {}
+    return Comparison(not problems, "; ".join(problems), tuple(stats), {**tol, "k": NOISE_K, "fp64": group.fp64_source, **floor},
                       reference="fp64")
 
 

@@ -65,6 +65,37 @@ def test_one_noisy_element_does_not_widen_the_others() -> None:
     assert problem and "exceeds atol" in problem and figures["noise_max_abs"] == pytest.approx(2e-3, rel=1e-3)
 
 
+def test_a_models_noise_floor_is_eagers_error_as_a_whole() -> None:
+    """Through tens of layers rounding lands on different elements in eager and in a backend, with the same
+    distribution: an element of a model may be off by k x eager's largest error (an operator's by k x eager's error at
+    that element), and the output's RMSE against fp64 stays within atol + k x eager's."""
+    rng = np.random.default_rng(7)
+    f = rng.normal(size=1000)
+    e = f + rng.normal(size=f.size) * 1e-4  # eager's rounding
+    o = f + rng.normal(size=f.size) * 1.2e-4  # the backend's: the same size, landing elsewhere
+    tol = {"atol": 1e-5, "rtol": 1e-5}
+    problem, _ = fp64_check("o", o, e, f, tol, "float32")
+    assert problem and "x eager's error there" in problem  # held as an operator's, it fails
+    problem, figures = fp64_check("o", o, e, f, tol, "float32", model=True)
+    assert problem is None and figures["rmse"] / figures["noise_rmse"] == pytest.approx(1.2, rel=0.15)
+    largest = float(np.abs(e - f).max())
+    flat = f + rng.choice([-1.0, 1.0], size=f.size) * 1.5 * largest  # every element within k x the largest, the whole not
+    problem, figures = fp64_check("o", flat, e, f, tol, "float32", model=True)
+    assert problem and problem.startswith("o: RMSE") and "a model" in problem and figures["rmse"] > NOISE_K * figures["noise_rmse"]
+    one = o.copy()
+    one[3] = f[3] + 2.5 * largest  # one element past k x eager's largest
+    problem, _ = fp64_check("o", one, e, f, tol, "float32", model=True)
+    assert problem and "the larger of its error there and its largest" in problem and "(1/1000 elements; first at [3]" in problem
+    # the operator test above, as a model: eager's one noisy element widens each element's floor, not the whole
+    f = np.random.default_rng(4).normal(size=512)
+    e = f.astype(np.float32).astype(np.float64)
+    e[0] += 2e-3
+    out = e.copy()
+    out[1:200] = f[1:200] + 1e-3
+    problem, _ = fp64_check("o", out, e, f, {"atol": 1e-4, "rtol": 0.0}, "float32", model=True)
+    assert problem and problem.startswith("o: RMSE")
+
+
 def test_fp64_budget_is_magnitude_aware() -> None:
     f, e = _fp64(scale=1e-6)  # every value far below atol: the element-wise bound alone passes anything small
     zeros = np.zeros_like(e)

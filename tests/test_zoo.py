@@ -229,3 +229,65 @@ def test_a_known_zoo_failure_is_xfail_and_another_failure_is_not(tmp_path: Path)
     assert any(r.expects(Status.FAIL_LOWER, "lower: ... aten._fft_c2c.default is not in the Core ATen opset") for r in rules)
     assert not any(r.expects(Status.FAIL_LOWER, "lower: RuntimeError: something else") for r in rules)
     assert not any(r.expects(Status.CRASH, "_fft_c2c") for r in rules)
+
+
+def test_batch_norm_statistics_are_estimated_on_seeded_batches_so_random_logits_stay_in_range() -> None:
+    """A deep random network with untrained statistics (mean 0, variance 1: batch norm is an identity) grows its
+    activations layer by layer; estimated on seeded batches, the same weights give outputs of a trained network's
+    range. The estimate is a cumulative average (momentum None while estimating, restored after), nothing else is put
+    in train mode (dropout stays off), and a model without batch norm is left alone."""
+    import torch
+
+    from harness.suites.zoo_builders import estimate_batch_norm
+
+    def net() -> torch.nn.Module:
+        torch.manual_seed(0)
+        layers: list[torch.nn.Module] = []
+        for _ in range(12):
+            layers += [torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8, momentum=0.3), torch.nn.Dropout(0.5)]
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), *layers).eval()
+        with torch.no_grad():  # weights that grow the activations ×3 a layer, as untrained deep networks do
+            for conv in model[1::3]:
+                conv.weight.mul_(5)
+        return model
+
+    x = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    batches = [(torch.randn(4, 3, 16, 16, generator=torch.Generator().manual_seed(s)),) for s in (2, 3)]
+    untrained, estimated = net(), net()
+    last = estimated[-2]
+    seen: list[torch.Tensor] = []
+    hook = last.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
+    assert estimate_batch_norm(estimated, batches) == 12
+    hook.remove()
+    with torch.no_grad():
+        before, after = untrained(x), estimated(x)
+    assert before.abs().max() > 1e3 * after.abs().max()  # the untrained statistics let the outputs grow
+    assert 0.1 < after.std() < 10
+    assert isinstance(last, torch.nn.BatchNorm2d) and last.momentum == 0.3 and not last.training
+    assert len(seen) == len(batches) and int(last.num_batches_tracked) == len(batches)
+    # a cumulative average of what the layer saw in both batches (momentum 0.3 would weigh the second batch more)
+    torch.testing.assert_close(last.running_mean, torch.stack([t.mean((0, 2, 3)) for t in seen]).mean(0))
+    torch.testing.assert_close(last.running_var, torch.stack([t.var((0, 2, 3)) for t in seen]).mean(0))
+    assert not estimated.training and not estimated[3].training  # dropout stayed off: the outputs are deterministic
+    with torch.no_grad():
+        torch.testing.assert_close(estimated(x), after)
+    plain = torch.nn.Linear(4, 4)
+    assert estimate_batch_norm(plain, [(torch.randn(2, 4),)]) == 0
+
+
+@pytest.mark.skipif(not VISION, reason="the vision extra (timm, torchvision) is not installed")
+def test_a_zoo_row_with_batch_norm_is_built_with_estimated_statistics_the_same_every_time() -> None:
+    import torch
+
+    from harness.cases.case import Axes
+
+    case = next(c for c in load_suites(["zoo"]) if c.id == "zoo.timm.mobilenetv2_100")
+    one, two = zoo.build(case, Axes("float32", "static"), 0), zoo.build(case, Axes("float32", "static"), 0)
+    norms = [m for m in one.module.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert norms and all(int(m.num_batches_tracked) == 2 for m in norms)
+    assert not torch.equal(norms[-1].running_var, torch.ones_like(norms[-1].running_var))
+    for a, b in zip(one.module.state_dict().values(), two.module.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    with torch.no_grad():
+        logits = one.module(*one.example)
+    assert logits.shape == (1, 1000) and 0.05 < float(logits.std()) < 20

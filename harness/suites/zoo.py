@@ -46,7 +46,7 @@ from typing import Any
 
 from harness.cases.case import Case
 from harness.cases.contract import REPRO_ON_REQUEST, Judgement
-from harness.suites.zoo_builders import BUILDERS, vocab
+from harness.suites.zoo_builders import BUILDERS, estimate_batch_norm, vocab
 
 HERE = Path(__file__).parent
 SIZES = HERE / "zoo_sizes.json"
@@ -439,7 +439,9 @@ def build(case: Case, axes: Any, seed: int) -> Any:
     torch.manual_seed(seed)
     model = builder.model(m).eval()
     inputs = builder.inputs(m, model, torch.Generator().manual_seed(seed))
-    return Built(builder.wrap(model, m).eval(), inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
+    module = builder.wrap(model, m).eval()
+    estimate_batch_norm(module, builder.calibration(m, model, torch.Generator().manual_seed(seed + 1)))
+    return Built(module, inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
 
 
 def measured_costs(results: Path) -> dict[str, float]:

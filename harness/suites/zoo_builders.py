@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from harness.suites.zoo import ZooModel
 
 GRAPH = (1000, 10000)  # nodes, edges of the random graph the GNN rows run on
+# batch-norm statistics are estimated on this many seeded batches of this many images, drawn from the seed after the
+# case's own (so never its judged inputs): docs/zoo.md, "Random weights and batch norm"
+BN_BATCHES, BN_BATCH = 2, 4
 
 
 def vocab(config: Any) -> int:
@@ -40,6 +43,41 @@ class Builder:
         """The module that is exported and judged."""
         return model
 
+    def calibration(self, m: ZooModel, model: Any, g: Any) -> list[tuple[Any, ...]]:
+        """Seeded batches the batch-norm statistics are estimated on (none: the row's statistics stay as built)."""
+        import torch
+
+        return [(torch.randn(BN_BATCH, *self.input_size(m, model), generator=g),) for _ in range(BN_BATCHES)]
+
+
+def estimate_batch_norm(model: Any, batches: list[tuple[Any, ...]]) -> int:
+    """Set every batch norm's running statistics to the mean and variance of its input over ``batches`` (a cumulative
+    average, as ``momentum=None`` keeps it), everything else in eval mode; returns how many layers were estimated.
+
+    A network with random weights keeps untrained statistics (mean 0, variance 1), so batch norm is an identity and
+    activations grow layer by layer: inception_v3's logits reach 1e12. Training would have set them from the data, and
+    that is what this does, with seeded data: the weights stay random, the activations stay in a trained network's
+    range."""
+    import torch
+
+    layers = [b for b in model.modules() if isinstance(b, torch.nn.modules.batchnorm._BatchNorm) and b.track_running_stats
+              and b.running_mean is not None]
+    if not layers or not batches:
+        return 0
+    saved = [b.momentum for b in layers]
+    model.eval()
+    for b in layers:
+        b.reset_running_stats()
+        b.momentum = None
+        b.train()
+    with torch.no_grad():
+        for batch in batches:
+            model(*batch)
+    for b, momentum in zip(layers, saved, strict=True):
+        b.momentum = momentum
+    model.eval()
+    return len(layers)
+
 
 class Torchvision(Builder):
     requires = ("torchvision",)
@@ -50,6 +88,9 @@ class TorchvisionDetection(Torchvision):
         import torch
 
         return ([torch.rand(3, 224, 224, generator=g)],)
+
+    def calibration(self, m: ZooModel, model: Any, g: Any) -> list[tuple[Any, ...]]:
+        return []  # Mask R-CNN's backbone has frozen batch norm (no running statistics to estimate)
 
 
 class Timm(Builder):
@@ -75,6 +116,9 @@ class PyG(Builder):
 
         nodes, edges = GRAPH
         return (torch.randn(nodes, int(m.config["in_channels"]), generator=g), torch.randint(0, nodes, (2, edges), generator=g))
+
+    def calibration(self, m: ZooModel, model: Any, g: Any) -> list[tuple[Any, ...]]:
+        return [self.inputs(m, model, g) for _ in range(BN_BATCHES)]
 
 
 class HuggingFace(Builder):
@@ -113,6 +157,9 @@ class HuggingFace(Builder):
 
     def wrap(self, model: Any, m: ZooModel) -> Any:
         return _wrapped_class()(model, m)
+
+    def calibration(self, m: ZooModel, model: Any, g: Any) -> list[tuple[Any, ...]]:
+        return [self.inputs(m, model, g) for _ in range(BN_BATCHES)]  # the row's own kind of input, as the wrapper takes it
 
 
 @functools.cache
