@@ -196,6 +196,24 @@ def test_a_models_outputs_hold_the_suites_bound_and_no_systematic_error(n: int) 
         assert problem and "systematic" in problem, problem
 
 
+def test_a_models_gain_is_measured_along_fp32_so_two_noisy_programs_are_not_off_in_scale() -> None:
+    """A delegate and its quantized program, each 20 % (relative L2) from fp32 with rounding noise of its own, as int8
+    MobileNetV2 is: through the origin the delegate's gain against the program is diluted by the program's own noise
+    (about 1 / 1.04) and fails; along the fp32 output it is 1 within its sampling error. A delegate 5 % off in scale
+    fails either way."""
+    model = {**QUANTIZED_DEFAULTS, **MODEL_QUANTIZED, "rule": "model"}
+    rng = np.random.default_rng(11)
+    f = rng.normal(size=4000) * 0.12  # fp32 logits
+    program = f + rng.uniform(-0.045, 0.045, size=f.size)  # within 0.09 of each other: the element bound holds
+    delegate = f + rng.uniform(-0.045, 0.045, size=f.size)
+    problem, figures = quantized_check("o", delegate, program, None, model)
+    assert problem and "systematic" in problem and figures["gain"] < 0.97
+    problem, figures = quantized_check("o", delegate, program, None, model, fp32=f)
+    assert problem is None and figures["gain_along"] == "fp32" and abs(figures["gain"] - 1) < 3 * figures["gain_se"]
+    problem, figures = quantized_check("o", 0.95 * delegate, program, None, model, fp32=f)
+    assert problem and "systematic" in problem and figures["gain"] == pytest.approx(0.95, abs=0.02)
+
+
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:
     assert triage(Status.FAIL_MISMATCH, None, False, "quantizer") == "quantizer"
     assert triage(Status.FAIL_MISMATCH, None, False, "backend") == "backend"
