@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
+from harness.judge import MODEL_FLOOR
+
 pytestmark = pytest.mark.slow
 
 
@@ -41,6 +43,7 @@ def test_smoke_suite_on_portable_and_xnnpack(bti, tmp_path: Path) -> None:
     portable = by_id["op.add.bcast_rank4[float32,static]@portable"]
     assert portable["partition"]["delegated_nodes"] == 0 and portable["delegate_blobs"] == []
     assert portable["partition"]["undelegated_ops"] == {"aten.add.Tensor": 1}
+    assert "floor" not in add["tolerance"] and "rmse" not in add["outputs"][0]["fp64"]  # an operator: per element
     out0 = add["outputs"][0]
     assert set(out0) >= {"max_abs", "max_rel", "mae", "mse", "sqnr_db", "cosine"}
     # the dynamic item ran on a shape different from the export example (N: 2 -> 3)
@@ -76,6 +79,7 @@ def test_quantized_recipe_and_model(bti, tmp_path: Path) -> None:
                                     "reference": "quantized"}
         atol = 5e-2 if "dynamic" in rec["recipe"] else 1e-3  # the dynamic recipe's, upstream's own (recipes/…dynamic…)
         assert rec["outputs"][0]["quantized"]["max_abs"] <= atol  # a two-layer MLP stays within an op's own bound
+        assert rec["outputs"][0]["quantized"]["gain_along"] == "fp32"  # a model's gain, measured along eager fp32
         assert rec["accuracy"]["top1_agreement"] >= 0.5
         assert rec["accuracy"]["deterministic"] is True  # an ExecuTorch program runs twice too (through execute)
         assert rec["partition"]["delegated_pct"] > 50
@@ -200,6 +204,9 @@ def test_the_models_ci_sample_runs_one_model_per_list_end_to_end(bti, tmp_path: 
         assert rec["accuracy"]["top1_agreement"] == 1.0 and rec["peak_rss_mb"] > 0
         if recipe == "xnnpack":
             assert rec["partition"]["delegated_pct"] > 50
+            # a model's noise floor against fp64 (judge.MODEL_FLOOR), with its RMSE held as a whole
+            assert rec["reference"] == "fp64" and rec["tolerance"]["floor"] == MODEL_FLOOR, rec["tolerance"]
+            assert {"rmse", "noise_rmse", "noise_floor"} <= set(rec["outputs"][0]["fp64"])
         else:
             assert rec["accuracy"]["rule"] in ("allclose", "rmse")  # dynamo's accuracy rule
     rep = bti("report", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / "rep"), "--models", "--format", "md")

@@ -67,10 +67,10 @@ def test_one_noisy_element_does_not_widen_the_others() -> None:
 
 def test_a_models_noise_floor_is_eagers_error_as_a_whole() -> None:
     """Through tens of layers rounding lands on different elements in eager and in a backend, with the same
-    distribution: an element of a model may be off by k x eager's largest error (an operator's by k x eager's error at
-    that element), and the output's RMSE against fp64 stays within atol + k x eager's."""
+    distribution: an element of a model may be off by k x the largest of n draws at eager's RMS error (an operator's by
+    k x eager's error at that element), and the output's RMSE against fp64 stays within atol + k x eager's."""
     rng = np.random.default_rng(7)
-    f = rng.normal(size=1000)
+    f = rng.normal(size=1000) * 3.0
     e = f + rng.normal(size=f.size) * 1e-4  # eager's rounding
     o = f + rng.normal(size=f.size) * 1.2e-4  # the backend's: the same size, landing elsewhere
     tol = {"atol": 1e-5, "rtol": 1e-5}
@@ -78,22 +78,26 @@ def test_a_models_noise_floor_is_eagers_error_as_a_whole() -> None:
     assert problem and "x eager's error there" in problem  # held as an operator's, it fails
     problem, figures = fp64_check("o", o, e, f, tol, "float32", model=True)
     assert problem is None and figures["rmse"] / figures["noise_rmse"] == pytest.approx(1.2, rel=0.15)
+    assert figures["noise_floor"] == pytest.approx(min(np.abs(e - f).max(), 1e-4 * np.sqrt(2 * np.log(1000))), rel=0.1)
     largest = float(np.abs(e - f).max())
-    flat = f + rng.choice([-1.0, 1.0], size=f.size) * 1.5 * largest  # every element within k x the largest, the whole not
+    flat = f + rng.choice([-1.0, 1.0], size=f.size) * 1.5 * largest  # every element within k x the floor, the whole not
     problem, figures = fp64_check("o", flat, e, f, tol, "float32", model=True)
     assert problem and problem.startswith("o: RMSE") and "a model" in problem and figures["rmse"] > NOISE_K * figures["noise_rmse"]
+    # an offset of three times eager's RMS error: each element well inside, the gain at 1, the whole not
+    problem, _ = fp64_check("o", o + 3e-4, e, f, {"atol": 1e-4, "rtol": 1e-4}, "float32", model=True)
+    assert problem and problem.startswith("o: RMSE"), problem
     one = o.copy()
-    one[3] = f[3] + 2.5 * largest  # one element past k x eager's largest
+    one[3] = f[3] + 2.5 * largest  # one element past k x the floor
     problem, _ = fp64_check("o", one, e, f, tol, "float32", model=True)
-    assert problem and "the larger of its error there and its largest" in problem and "(1/1000 elements; first at [3]" in problem
-    # the operator test above, as a model: eager's one noisy element widens each element's floor, not the whole
+    assert problem and "or its model-wide" in problem and "(1/1000 elements; first at [3]" in problem
+    # eager far from fp64 at one element (a cancellation there) widens the others by 1/sqrt(n) of it, not by all of it
     f = np.random.default_rng(4).normal(size=512)
     e = f.astype(np.float32).astype(np.float64)
     e[0] += 2e-3
     out = e.copy()
-    out[1:200] = f[1:200] + 1e-3
-    problem, _ = fp64_check("o", out, e, f, {"atol": 1e-4, "rtol": 0.0}, "float32", model=True)
-    assert problem and problem.startswith("o: RMSE")
+    out[1:11] = f[1:11] + 1.9e-3  # ten elements 19 x atol off: under k x eager's largest, far over the model's floor
+    problem, figures = fp64_check("o", out, e, f, {"atol": 1e-4, "rtol": 0.0}, "float32", model=True)
+    assert problem and "(10/512 elements" in problem and figures["noise_floor"] < 2e-3 / 6
 
 
 def test_fp64_budget_is_magnitude_aware() -> None:
@@ -212,6 +216,16 @@ def test_a_models_gain_is_measured_along_fp32_so_two_noisy_programs_are_not_off_
     assert problem is None and figures["gain_along"] == "fp32" and abs(figures["gain"] - 1) < 3 * figures["gain_se"]
     problem, figures = quantized_check("o", 0.95 * delegate, program, None, model, fp32=f)
     assert problem and "systematic" in problem and figures["gain"] == pytest.approx(0.95, abs=0.02)
+    # fp32 that says nothing of the program's direction (zeros): the gain through the origin, which still sees 0.9
+    problem, figures = quantized_check("o", 0.9 * program, program, None, model, fp32=np.zeros_like(f))
+    assert problem and "systematic" in problem and "gain_along" not in figures
+    # a non-finite fp32 element counts for nothing along fp32 and is still judged (an offset there is still seen)
+    holes = f.copy()
+    holes[::2] = np.inf
+    shifted = program.copy()
+    shifted[::2] += 0.05
+    problem, figures = quantized_check("o", shifted, program, None, model, fp32=holes)
+    assert problem and "systematic" in problem and figures["offset"] == pytest.approx(0.025, rel=1e-6)
 
 
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:

@@ -37,16 +37,11 @@ def build_tv(case: Case, axes: Any, seed: int) -> Any:
     import torch
 
     from harness.cases.contract import Built
-    from harness.suites.zoo_builders import BN_BATCH, BN_BATCHES, estimate_batch_norm
 
     _, _, ctor, kwargs, size = next(m for m in MODELS if m[0] == case.spec["model"])
     module_name, _, attr = ctor.rpartition(".")
     torch.manual_seed(seed)
     model = getattr(importlib.import_module(module_name), attr)(**kwargs).eval()
-    # batch norm's statistics from seeded batches, as the zoo's rows have them (docs/zoo.md): untrained, they left
-    # mobilenet_v3_small's logits at 1e-10
-    calibration = torch.Generator().manual_seed(seed + 1)
-    estimate_batch_norm(model, [(torch.randn(BN_BATCH, 3, size, size, generator=calibration),) for _ in range(BN_BATCHES)])
     g = torch.Generator().manual_seed(seed)
     example = (torch.randn(2, 3, size, size, generator=g),)
     if axes.shape != "dynamic":

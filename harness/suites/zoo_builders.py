@@ -12,9 +12,11 @@ if TYPE_CHECKING:
     from harness.suites.zoo import ZooModel
 
 GRAPH = (1000, 10000)  # nodes, edges of the random graph the GNN rows run on
-# batch-norm statistics are estimated on this many seeded batches of this many images, drawn from the seed after the
-# case's own (so never its judged inputs): docs/zoo.md, "Random weights and batch norm"
+# batch-norm statistics are estimated on this many seeded batches of this many images (other rows: their own inputs),
+# drawn from a generator seeded with the item's seed + 1, so never the item's own judged inputs (an item run with
+# ``--seed`` one higher is fed the first of them): docs/zoo.md, "Random weights and batch norm"
 BN_BATCHES, BN_BATCH = 2, 4
+
 
 
 def vocab(config: Any) -> int:
@@ -66,16 +68,18 @@ def estimate_batch_norm(model: Any, batches: list[tuple[Any, ...]]) -> int:
         return 0
     saved = [b.momentum for b in layers]
     model.eval()
-    for b in layers:
-        b.reset_running_stats()
-        b.momentum = None
-        b.train()
-    with torch.no_grad():
-        for batch in batches:
-            model(*batch)
-    for b, momentum in zip(layers, saved, strict=True):
-        b.momentum = momentum
-    model.eval()
+    try:
+        for b in layers:
+            b.reset_running_stats()
+            b.momentum = None
+            b.training = True  # the layer alone: a subclass's own children (timm's BatchNormAct2d's dropout) stay in eval
+        with torch.no_grad():
+            for batch in batches:
+                model(*batch)
+    finally:
+        for b, momentum in zip(layers, saved, strict=True):
+            b.momentum = momentum
+        model.eval()
     return len(layers)
 
 
