@@ -10,7 +10,8 @@ versions it runs on beside the ones bti recorded, each stage as it goes, and end
 (``faulthandler`` prints the Python stack).
 
 The comparison is the judge's rule in its element form: against eager (float recipes; every failure of bti's fp64
-budget fails it too, by the triangle inequality) or against the quantized program, within ``qtol`` steps plus
+budget per element fails it too, by the triangle inequality; a model failing only its RMSE bound against fp64, the
+model noise floor of ``harness.judge``, is not written out) or against the quantized program, within ``qtol`` steps plus
 ``atol + rtol*|ref|``, with the systematic (gain and offset) check and the SQNR floor against fp32. bti's model-level
 rules (dynamo's, top-1 agreement, determinism) are not written out: such an item's script compares element-wise.
 """
