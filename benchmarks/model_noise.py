@@ -55,8 +55,9 @@ def _errors(row: str) -> list[tuple[str, object]]:
     program = torch.export.export(module, x, strict=False)
     runtime = Runtime.get()
     for name, partitioners in (("xnnpack", [XnnpackPartitioner()]), ("portable", [])):
-        pte = to_edge_transform_and_lower(program, partitioner=partitioners).to_executorch()
-        out = runtime.load_program(pte.buffer).load_method("forward").execute(list(x))[0]
+        pte = to_edge_transform_and_lower(program, partitioner=partitioners).to_executorch().buffer  # held while it runs
+        loaded = runtime.load_program(pte)
+        out = loaded.load_method("forward").execute(list(x))[0]
         rows.append((name, np.abs(out.double().numpy().ravel() - fp64)))
     return [("|fp64| largest", np.abs(fp64)), *rows]
 
