@@ -572,6 +572,9 @@ def mutated_inputs(edge):
     return sum(1 for s in edge.exported_program().graph_signature.output_specs if s.kind == OutputKind.USER_INPUT_MUTATION)
 
 
+KEEP = []  # the Program and its bytes outlive the Method: load_program(buf).load_method(...) frees them under it
+
+
 def load(edge, pte):
     if RUNS_ON == "tosa-reference-model":  # as ExecuTorch's arm_tosa flows run it
         return edge.exported_program().module()
@@ -581,7 +584,9 @@ def load(edge, pte):
         from executorch.extension.pybindings.portable_lib import _unsafe_reset_threadpool
 
         _unsafe_reset_threadpool(THREADS)
-    return Runtime.get().load_program(pte).load_method("forward")
+    program = Runtime.get().load_program(pte)
+    KEEP.append((pte, program))
+    return program.load_method("forward")
 
 
 def run(handle, mutations):
