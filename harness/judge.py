@@ -365,7 +365,8 @@ def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[
         fin = np.isfinite(e) & fits
         special = ~fin & ~((o == e) | (np.isnan(o) & np.isnan(e)))
         noise_d, err_d = np.abs(e[fin] - f[fin]), np.abs(o[fin] - f[fin])
-        floor = np.maximum(noise_d, _model_noise(noise_d)) if model and noise_d.size else noise_d
+        wide = _model_noise(noise_d) if model and noise_d.size else 0.0  # a model's floor everywhere (MODEL_FLOOR)
+        floor = np.maximum(noise_d, wide) if model else noise_d
         over = ~(err_d <= atol + rtol * np.abs(f[fin]) + k * floor)  # NaN in the output fails
         top = float(np.max(np.abs(f[fin]))) if fin.any() else 0.0  # scaled to 1 first: no underflow, however small
         fs, os_, es = (f[fin] / top, o[fin] / top, e[fin] / top) if top > 0 else (f[fin], o[fin], e[fin])
@@ -383,7 +384,7 @@ def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[
     if model:
         with np.errstate(all="ignore"):
             figures["rmse"], figures["noise_rmse"] = (float(np.sqrt(np.mean(d * d))) if d.size else 0.0 for d in (err_d, noise_d))
-            figures["noise_floor"] = _model_noise(noise_d) if noise_d.size else 0.0
+            figures["noise_floor"] = wide
     nan_bad = np.isnan(o) != np.isnan(e)
     if nan_bad.any():
         return f"{path}: NaN where the reference has none (or the reverse) at {_index(int(np.argmax(nan_bad)), out.shape)}", figures
