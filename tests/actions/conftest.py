@@ -27,11 +27,11 @@ def act_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     worker runs; the wheelhouse is downloaded once for every worker of the session."""
     home = tmp_path_factory.mktemp("act")
     snapshot_bti(home / "repos")
-    build_toolcache(home / "toolcache")
     root = tmp_path_factory.getbasetemp()
     shared = build_wheelhouse((root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "act-wheelhouse")
     if shared is not None:
         (home / "wheelhouse").symlink_to(shared)
+    build_toolcache(home / "toolcache", shared)
     return home
 
 
