@@ -43,10 +43,13 @@ def _import_env(env: dict[str, str], pythonpath: str) -> dict[str, str]:
 class Zygote:
     """The parent's side: starts the warm process on first use, hands it calls, waits for their exit codes."""
 
-    def __init__(self, pythonpath: str) -> None:
+    def __init__(self, pythonpath: str, plain_env: dict[str, str] | None = None) -> None:
+        """``plain_env``: a warm process for standalone scripts (``run_script``), started with that environment, that
+        imports torch and ``executorch.exir`` and nothing of bti's (no ``harness.quiet``)."""
         self.pythonpath = pythonpath  # the tests' own PYTHONPATH (tests, examples, the repository): imports none of torch
         self.proc: subprocess.Popen[bytes] | None = None
-        self.env: dict[str, str] = {}
+        self.plain = plain_env
+        self.env: dict[str, str] = dict(plain_env or {})
         self.dir = Path(tempfile.mkdtemp(prefix="bti-zygote-"))
         self.lock = threading.Lock()
         self.count = 0
@@ -59,9 +62,10 @@ class Zygote:
 
     def _start(self) -> subprocess.Popen[bytes] | None:
         if self.proc is None and not self.failed:
-            self.env = dict(os.environ)
+            self.env = dict(os.environ if self.plain is None else self.plain)
+            argv = [sys.executable, __file__, *([] if self.plain is None else ["--plain"])]
             try:
-                self.proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                              stderr=subprocess.DEVNULL, cwd=self.dir, env=self.env)
             except OSError:
                 self.failed = True
@@ -80,13 +84,21 @@ class Zygote:
         """``python -m harness *args`` in a forked child: (exit code, stdout, stderr), or None where there is no warm
         process (run a new interpreter then). A child past ``timeout`` is killed with its process group, and
         ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` would."""
+        return self._call({"args": args, "cwd": str(cwd), "env": env}, timeout)
+
+    def run_script(self, script: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str] | None:
+        """``python SCRIPT`` in its directory with ``harness`` made unimportable, forked as ``run`` is."""
+        return self._call({"script": str(script), "args": [], "cwd": str(script.parent), "env": env}, timeout)
+
+    def _call(self, req: dict[str, Any], timeout: float) -> tuple[int, str, str] | None:
+        args = req["args"]
         with self.lock:
             proc = self._start()
             if proc is None or proc.stdin is None:
                 return None
             self.count += 1
             base = self.dir / str(self.count)
-            req = {"args": args, "cwd": str(cwd), "env": env, "base": str(base)}
+            req = {**req, "base": str(base)}
             try:
                 proc.stdin.write((json.dumps(req) + "\n").encode())
                 proc.stdin.flush()
@@ -138,11 +150,15 @@ def _child(req: dict[str, Any], base_path: list[str]) -> None:
         os.environ.update(req["env"])
         extra = [p for p in req["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:] = [req["cwd"], *extra, *base_path]
-        sys.argv = ["-m", *req["args"]]  # runpy makes argv[0] the module's file, as `python -m` does
+        sys.argv = [req["script"]] if "script" in req else ["-m", *req["args"]]  # runpy makes argv[0] the module's file
         tempfile.tempdir = None
         importlib.invalidate_caches()
         try:
-            runpy.run_module("harness", run_name="__main__", alter_sys=True)
+            if "script" in req:
+                sys.modules["harness"] = None  # type: ignore[assignment]  # as tests/test_repro.py's BLOCK_BTI
+                runpy.run_path(req["script"], run_name="__main__")
+            else:
+                runpy.run_module("harness", run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as exc:
             if exc.code is None or isinstance(exc.code, int):
@@ -174,13 +190,14 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def serve() -> None:
+def serve(plain: bool) -> None:
     """Import what every call needs, then fork a child per request line on stdin; write each child's pid, then, once
-    its process group has ended, its exit code (negative: the signal that ended it)."""
-    sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this repository's harness, as the tests import it
-    from harness.quiet import quiet  # what `bti` does before it imports torch (harness.cli.main)
+    its process group has ended, its exit code (negative: the signal that ended it). ``plain``: nothing of bti's."""
+    if not plain:
+        sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this repository's harness, as the tests import it
+        from harness.quiet import quiet  # what `bti` does before it imports torch (harness.cli.main)
 
-    quiet()
+        quiet()
     import executorch.exir  # noqa: F401  (the imports every call would repeat)
     import torch  # noqa: F401
 
@@ -222,4 +239,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    serve()
+    serve("--plain" in sys.argv[1:])
