@@ -60,13 +60,8 @@ def run_bti(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     environment changes what those imports read, or where there is no warm process."""
     full_env = {**os.environ, "PYTHONPATH": PYTHONPATH, "BTI_RECIPE_PATH": RECIPE_PATH, "BTI_CACHE_DIR": str(CACHE_DIR)}
     full_env.update(env or {})
-    if not fresh and ZYGOTE.usable(full_env):
-        got = ZYGOTE.run(list(args), cwd or ROOT, full_env, timeout)
-        if got is not None:
-            return Result(*got)
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    argv = [sys.executable, "-m", "harness", *args]
+    return Result(*ZYGOTE.run_or_spawn(list(args), cwd or ROOT, full_env, timeout, argv, warm=not fresh))
 
 
 @pytest.fixture(scope="session")

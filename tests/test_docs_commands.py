@@ -184,10 +184,9 @@ def _call(words: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
     ``python -m harness``, what the console script runs, as a new interpreter would with this environment and working
     directory) unless the environment changes what the warm process imported (the page's PYTHONPATH for the examples);
     `make` and the rest run as they are."""
-    if Path(cwd, words[0]).resolve() == (VENV / "bin" / "bti").resolve() and ZYGOTE.usable(env):
-        got = ZYGOTE.run(words[1:], cwd, env, 900)
-        if got is not None:
-            return got[0], got[1] + got[2]
+    if Path(cwd, words[0]).resolve() == (VENV / "bin" / "bti").resolve():
+        code, out, err = ZYGOTE.run_or_spawn(words[1:], cwd, env, 900, words)
+        return code, out + err
     res = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
     return res.returncode, res.stdout + res.stderr
 

@@ -90,6 +90,16 @@ class Zygote:
         """``python SCRIPT`` in its directory with ``harness`` made unimportable, forked as ``run`` is."""
         return self._call({"script": str(script), "args": [], "cwd": str(script.parent), "env": env}, timeout)
 
+    def run_or_spawn(self, args: list[str], cwd: Path, env: dict[str, str], timeout: float,
+                     argv: list[str], warm: bool = True) -> tuple[int, str, str]:
+        """``run`` where ``warm``, the call can run warm (``usable``) and the warm process is there, else ``argv`` in a
+        new process with the same working directory and environment: (exit code, stdout, stderr)."""
+        got = self.run(args, cwd, env, timeout) if warm and self.usable(env) else None
+        if got is not None:
+            return got
+        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return proc.returncode, proc.stdout, proc.stderr
+
     def _call(self, req: dict[str, Any], timeout: float) -> tuple[int, str, str] | None:
         args = req["args"]
         with self.lock:

@@ -101,7 +101,7 @@ def build_toolcache(cache: Path, wheelhouse: Path | None = None) -> Path:
         if entry.name != "site-packages":
             (lib / entry.name).symlink_to(entry)
     (lib / "site-packages" / "bti-test-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    wheel = next(iter(sorted(wheelhouse.glob("pip-*.whl"))), None) if wheelhouse else None
+    wheel = min(wheelhouse.glob("pip-*.whl"), default=None) if wheelhouse else None
     if wheel is not None:
         bundle_pip(lib / "ensurepip", stdlib / "ensurepip", wheel)
     return home
