@@ -26,7 +26,9 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=30, help="items to time")
     ap.add_argument("--suite", default="executorch-upstream-ops")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (cumulative, own time)")
+    ap.add_argument("--dump", metavar="FILE", help="also write the profile's stats to FILE (pstats), for callers/callees queries")
     ns = ap.parse_args()
+    ns.profile = ns.profile or bool(ns.dump)
 
     from harness import stages
     from harness.runner.matrix import Filters
@@ -68,6 +70,8 @@ def main() -> int:
     print(f"{n} items of {ns.recipe}; seconds per item:")
     print("  stages: " + ", ".join(f"{k} {v / n:.3f}" for k, v in sums.items()))
     print("  " + ", ".join(f"{k} {v / n:.3f}" for k, v in other.items()))
+    if profile and ns.dump:
+        profile.dump_stats(ns.dump)
     if profile:
         for key in ("cumulative", "tottime"):
             out = io.StringIO()

@@ -32,6 +32,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="Rewrite golden files from the current output.")
 
 
+# The longest test modules, longest first (worker-seconds on the default pair: benchmarks/module_times.py). xdist
+# hands out whole modules in collection order (`--dist loadscope --no-loadscope-reorder`), so these go first and the
+# short ones fill in at the end. In collection order, a long module handed out last kept one worker busy while the
+# other sat idle: 38 s at 816e37f, where test_verdicts (115 s) came last.
+LONGEST_FIRST = (
+    "test_docs_commands.py", "actions/test_act_reusable.py", "actions/test_act.py", "test_e2e.py", "test_verdicts.py",
+    "test_repro.py", "test_core_ops_ci.py", "test_providers.py", "test_faults.py", "test_versions.py", "test_arm.py",
+    "test_scale.py", "test_bench.py", "test_backends.py", "test_examples.py", "test_judge.py", "test_cli_errors.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules in LONGEST_FIRST's order, then the rest in collection order; a module's own tests keep their order."""
+    rank = {str(TESTS / name): i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(str(item.path), len(rank)))  # stable: the rest keep collection order
+
+
 @pytest.fixture(scope="session")
 def httpserver_listen_address() -> tuple[str, int]:
     return ("127.0.0.1", 0)  # loopback by address: no resolver round trip for "localhost"

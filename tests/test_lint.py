@@ -77,3 +77,11 @@ def test_every_package_of_harness_is_installed() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "harness").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+def test_longest_first_names_test_modules() -> None:
+    """conftest's LONGEST_FIRST orders modules by name: a renamed or removed module would silently lose its place."""
+    from .conftest import LONGEST_FIRST, TESTS
+
+    missing = [name for name in LONGEST_FIRST if not (TESTS / name).is_file()]
+    assert not missing and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST), missing
