@@ -24,3 +24,18 @@ def speedup_on(name: str) -> Iterator[Speedup]:
         yield s
     finally:
         s.disable()
+
+
+def all_off() -> Iterator[None]:
+    """Every speedup off for a test, as it was after (an autouse fixture's body): a `bti run` in this process, an
+    earlier test's, leaves the plan's speedups on, and a test that reads torch's own code first would read a patch."""
+    from harness.speedups import SPEEDUPS
+
+    were_on = [s for s in SPEEDUPS if s.installed]
+    for s in were_on:
+        s.disable()
+    try:
+        yield
+    finally:
+        for s in were_on:
+            s.enable()

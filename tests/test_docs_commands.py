@@ -182,8 +182,8 @@ def _argv(words: list[str]) -> tuple[list[str], dict[str, str]]:
 def _call(words: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
     """The command's exit code and output. A `bti` command is forked from the worker's warm process (tests/zygote.py:
     ``python -m harness``, what the console script runs, as a new interpreter would with this environment and working
-    directory) unless the environment changes what the warm process imported (the page's PYTHONPATH for the examples);
-    `make` and the rest run as they are."""
+    directory) unless the environment changes what the warm process imported (a page's PYTHONPATH runs warm where it
+    only adds modules, as the installed examples do: ``Zygote.usable``); `make` and the rest run as they are."""
     if Path(cwd, words[0]).resolve() == (VENV / "bin" / "bti").resolve():
         code, out, err = ZYGOTE.run_or_spawn(words[1:], cwd, env, 900, words)
         return code, out + err

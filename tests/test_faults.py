@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES, run_bti
+from .conftest import FIXTURES, PYTHONPATH, run_bti
 
 pytestmark = pytest.mark.slow
 
@@ -81,3 +82,21 @@ def test_a_run_forked_from_the_tests_warm_process_is_what_a_new_interpreter_give
     assert seen(tmp_path / "w") == seen(tmp_path / "f") and {s for _, s in seen(tmp_path / "w")} >= {"PASS", "CRASH"}
     bad = [run_bti("run", "-s", "nosuch", fresh=f) for f in (False, True)]
     assert bad[0].code == bad[1].code == 2 and bad[0].err == bad[1].err and bad[0].err.count("\n") == 1
+
+
+def test_a_pythonpath_that_only_adds_modules_runs_warm(tmp_path: Path) -> None:
+    """A call's own PYTHONPATH (the docs' installed examples) runs warm where it only adds modules: one that could
+    shadow a module the warm process imported, or any other variable its imports read, gets a new interpreter."""
+    from .zygote import Zygote
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    zygote = Zygote(PYTHONPATH, plain_env=env)  # never started: usable() only compares environments
+    site = tmp_path / "site"
+    (site / "bti_example_new").mkdir(parents=True)
+    (site / "bti_example_new" / "__init__.py").touch()
+    (site / "bti_example_new-0.1.dist-info").mkdir()
+    assert zygote.usable(env) and zygote.usable({**env, "PYTHONPATH": str(site)})
+    assert not zygote.usable({**env, "PYTHONPATH": str(site), "TORCH_LOGS": "+dynamo"})
+    assert not zygote.usable({**env, "PYTHONPATH": str(tmp_path / "missing")})
+    (site / "yaml.py").touch()  # would shadow an installed module
+    assert not zygote.usable({**env, "PYTHONPATH": str(site)})

@@ -20,7 +20,12 @@ from harness.speedups import lazy_recompile as lazy_mod  # noqa: E402
 from harness.speedups import preservable_order, shared_provenance  # noqa: E402
 from harness.speedups import xnnpack_pattern_guard as guard  # noqa: E402
 from harness.speedups.base import Speedup  # noqa: E402
-from tests.speedup_on import OFF, speedup_on  # noqa: E402
+from tests.speedup_on import OFF, all_off, speedup_on  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _speedups_off() -> Iterator[None]:
+    yield from all_off()  # each test starts from torch's own code, whatever ran before it in this process
 
 
 def _graph_module() -> torch.fx.GraphModule:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from tests.speedup_on import speedup_on
+from tests.speedup_on import all_off, speedup_on
+
+
+@pytest.fixture(autouse=True)
+def _speedups_off() -> Iterator[None]:
+    yield from all_off()  # each test starts from torch's own code, whatever ran before it in this process
+
 
 torch = pytest.importorskip("torch")
 observer = pytest.importorskip("torchao.quantization.pt2e.observer")

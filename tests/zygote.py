@@ -10,7 +10,8 @@ What a child shares with the warm process, and a new interpreter would not: the 
 (``portable_lib``) is not imported there: bti loads it after the backends' own libraries (OpenVINO's delegate fails to
 load otherwise). A call whose environment differs from the warm process's in what those imports read (``TORCH*``,
 ``LD_*``, ``PYTHON*`` but the tests' own ``PYTHONPATH``…) runs in a new interpreter instead (``Zygote.usable``), as does
-every call where the warm process cannot start. ``tests/test_faults.py`` checks that a run's exit code, stdout and stderr
+every call where the warm process cannot start; a ``PYTHONPATH`` of the call's own that only adds modules this
+interpreter cannot import (the docs' installed examples) runs warm. ``tests/test_faults.py`` checks that a run's exit code, stdout and stderr
 are the same both ways.
 """
 
@@ -40,6 +41,24 @@ def _import_env(env: dict[str, str], pythonpath: str) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME) and not (k == "PYTHONPATH" and v == pythonpath)}
 
 
+def _new_names_only(pythonpath: str) -> bool:
+    """Whether every top-level module or package in these directories is one this interpreter cannot import (so the
+    warm process, whose path is this one's, cannot have imported it: none is shadowed). A zip, a file or a name that
+    is found here says no."""
+    import importlib.util
+
+    for entry in filter(None, pythonpath.split(os.pathsep)):
+        if not os.path.isdir(entry):
+            return False
+        for name in os.listdir(entry):
+            top = name.split(".", 1)[0]
+            if name.endswith((".dist-info", ".egg-info", ".pth")) or name == "__pycache__" or not top.isidentifier():
+                continue  # metadata (entry points are read at call time, from the child's own sys.path)
+            if importlib.util.find_spec(top) is not None:
+                return False
+    return True
+
+
 class Zygote:
     """The parent's side: starts the warm process on first use, hands it calls, waits for their exit codes."""
 
@@ -57,8 +76,16 @@ class Zygote:
         atexit.register(self.close)
 
     def usable(self, env: dict[str, str]) -> bool:
-        """Whether a call with ``env`` can run warm: what the imports read is the warm process's."""
-        return not self.failed and _import_env(env, self.pythonpath) == _import_env(self.env or dict(os.environ), self.pythonpath)
+        """Whether a call with ``env`` can run warm: what the imports read is the warm process's, but for a
+        ``PYTHONPATH`` of its own whose modules the warm process could not have imported (``_new_names_only``): the
+        child puts it first on ``sys.path``, as a new interpreter would."""
+        if self.failed:
+            return False
+        theirs, mine = _import_env(env, self.pythonpath), _import_env(self.env or dict(os.environ), self.pythonpath)
+        if theirs == mine:
+            return True
+        own = theirs.pop("PYTHONPATH", None)
+        return own is not None and "PYTHONPATH" not in mine and theirs == mine and _new_names_only(own)
 
     def _start(self) -> subprocess.Popen[bytes] | None:
         if self.proc is None and not self.failed:
