@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 def test_fault_isolation(bti, tmp_path: Path) -> None:
     recipes = ["fault-segfault", "fault-abort", "fault-sleep", "fault-perturb", "fault-noise"]
-    args = ["run", "-s", str(FIXTURES / "suites" / "tiny.yaml"), "-o", str(tmp_path), "--no-reuse", "--timeout", "20", "-j", "2"]
+    args = ["run", "-s", str(FIXTURES / "suites" / "tiny.yaml"), "-o", str(tmp_path), "--no-reuse", "--timeout", "10", "-j", "2"]
     for r in recipes:
         args += ["-r", r]
     res = bti(*args)
