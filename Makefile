@@ -9,11 +9,10 @@ VENV    ?= $(if $(filter 1.5,$(PAIR)),.venv,.venv-$(PAIR))
 STAMP   := $(VENV)/.bti-installed
 OUT     ?= out
 ARGS    ?=
-# the tests run on pytest-xdist workers, one more than the cores (a worker waits on its subprocesses and sleeps about
-# 6 % of the time: 3 workers on 2 cores took 703 s where 2 took about 730), a test module a unit, so its module-scoped
-# fixtures are built once (xdist 3.8's loadgroup does not group under pytest 9: docs/development.md), in collection
-# order: the longest modules first (tests/conftest.py)
-XDIST   ?= -n $(shell echo $$(( $$(nproc) + 1 ))) --dist loadscope --no-loadscope-reorder
+# the tests run on two pytest-xdist workers, a test module a unit, so its module-scoped fixtures are built once (xdist
+# 3.8's loadgroup does not group under pytest 9: docs/development.md), in collection order: the longest modules first
+# (tests/conftest.py). Three workers on the 2 cores saved nothing from a fresh clone (pytest 746 s against 738 s)
+XDIST   ?= -n 2 --dist loadscope --no-loadscope-reorder
 # `make test` runs every test on PAIR, then these on the other pair: export, quantize, lower and run for real
 # (test_e2e, and test_arm: Arm TOSA on the reference model, Ethos-U/VGF lowered), the start-up check and per-version rules, the speedups with and without (test_versions, test_speedups_*),
 # and the C++ runner built against the other wheel layout
