@@ -30,13 +30,13 @@ def main(paths: list[str]) -> None:
     by_recipe: dict[str, Counter[str]] = defaultdict(Counter)
     unexpected: dict[str, int] = Counter()
     own: dict[str, int] = Counter()
-    export_by_item: dict[tuple[str, str], set[str]] = defaultdict(set)  # (case, axes) -> recipes where it failed to export
-    seen_by_item: dict[tuple[str, str], set[str]] = defaultdict(set)
+    export_by_item: dict[str, set[str]] = defaultdict(set)  # item id without its recipe -> recipes where it failed to export
+    seen_by_item: dict[str, set[str]] = defaultdict(set)
     for rec in items.values():
         st = status_of(rec)
         recipe = str(rec["recipe"])
         by_recipe[recipe][st.value] += 1
-        key = (str(rec.get("case")), str(rec["id"]).rsplit("@", 1)[0])
+        key = str(rec["id"]).rsplit("@", 1)[0]
         seen_by_item[key].add(recipe)
         if st.value == "FAIL_EXPORT":
             own[recipe] += 1
@@ -53,8 +53,8 @@ def main(paths: list[str]) -> None:
     uneven = sorted(item for item, recipes in export_by_item.items() if recipes != seen_by_item[item])
     if uneven:
         print(f"\nFAIL_EXPORT on some recipes only ({len(uneven)}: not the case's own, triage them as failures):\n")
-        for _case, item in uneven[:40]:
-            print(f"- `{item}`: {', '.join(sorted(export_by_item[(_case, item)]))} of {', '.join(sorted(seen_by_item[(_case, item)]))}")
+        for item in uneven[:40]:
+            print(f"- `{item}`: {', '.join(sorted(export_by_item[item]))} of {', '.join(sorted(seen_by_item[item]))}")
 
 
 if __name__ == "__main__":

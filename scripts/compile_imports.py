@@ -17,10 +17,10 @@ import sys
 
 def main() -> int:
     sys.dont_write_bytecode = False  # before any import below: this is the point of the script
-    from harness.recipes import available_recipe_files, load_recipe
-    from harness.runner.run import warm_imports
-
     try:
+        from harness.recipes import available_recipe_files, load_recipe
+        from harness.runner.run import warm_imports
+
         recipes = [load_recipe(name) for name in available_recipe_files()]
         warm_imports(recipes, speedups=True)
     except Exception as exc:  # a broken install: say it in one line (bti's own start-up check says more)
