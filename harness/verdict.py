@@ -287,10 +287,12 @@ def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
 
 def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail: str,
                  error: ErrorInfo | None) -> tuple[Status, str, dict[str, str] | None]:
+    if status.did_not_run:  # nothing to expect, nor to ask the case source (an unavailable device may be unknown to torch)
+        return status, detail, None
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
-    if not rules or status.did_not_run:
+    if not rules:
         return status, detail, None
     message = f"{detail}\n{error.message}" if error is not None else detail
     if status.is_failure and status is not Status.ERROR:

@@ -167,3 +167,16 @@ def test_the_periodic_workflow_runs_opinfo_on_every_eager_device_recipe_for_the_
     assert "opinfo" in portal["needs"]
     build = next(s["run"] for s in portal["steps"] if s.get("name", "").startswith("Build the portal"))
     assert "--support-results opinfo/results.jsonl" in build  # the support page only: not the matrix or the history
+
+
+def test_a_device_whose_package_is_missing_is_unavailable_not_a_traceback(bti, tmp_path: Path) -> None:
+    """torch-npu without bti_example_npu on the path: torch has never heard of ``npu``, so OpInfo cannot be asked about
+    it; the items are UNAVAILABLE with the reason and the run says nothing was verified (this was a traceback)."""
+    from .conftest import ROOT, TESTS
+
+    res = bti("run", "-s", "opinfo-ci", "-r", "torch-npu", "-k", "opinfo.abs.default.0", "-o", str(tmp_path), "--no-reuse",
+              env={"PYTHONPATH": f"{TESTS}:{ROOT}"}, fresh=True)
+    assert res.code == 1 and "Traceback" not in res.err, res.err[-2000:]
+    assert "nothing verified on torch-npu" in res.err and "bti_example_npu" in res.err
+    recs = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[1:]]
+    assert recs and {r["status"] for r in recs} == {"UNAVAILABLE"}
