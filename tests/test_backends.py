@@ -182,3 +182,30 @@ def test_privateuse1_device_end_to_end(bti, tmp_path: Path) -> None:
             assert rec["baseline"]["recipe"] == "torch-cpu" and rec["baseline"]["latency_ratio"] > 0
     template = recs["op.mul.a[float32,static]@torch-privateuse1"]
     assert template["status"] == "UNAVAILABLE" and "torch_npu" in template["detail"]
+
+
+def test_inductor_caches_go_under_bti_s_cache_directory_unless_the_user_chose_one(monkeypatch, tmp_path: Path) -> None:
+    """Importing ExecuTorch puts torch's machine-wide default (/tmp/torchinductor_<user>) in the environment, so a bti
+    started from the shell compiled into it; a value the user set is kept."""
+    import os
+    import subprocess
+    import sys
+
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    from harness.backends import get_backend
+    from harness.recipes import load_recipe
+
+    probe = "import os, executorch.exir; print(os.environ.get('TORCHINDUCTOR_CACHE_DIR'))"
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    seen = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert seen == [default_cache_dir()]  # what makes the replacement below necessary (if torch changes, this says so)
+    from harness.runner.cache import default_dir
+
+    recipe, backend = load_recipe("torch-compile"), get_backend("torch-compile")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
+    backend.warm(recipe, lower=False)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str((default_dir() / "inductor").resolve()) != default_cache_dir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    backend.warm(recipe, lower=False)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")

@@ -232,10 +232,16 @@ class TorchCompileBackend(BaseBackend):
         return None
 
     def warm(self, recipe: Recipe, lower: bool) -> None:
-        """Inductor's caches under bti's cache directory, and no compile worker pool (forked workers)."""
+        """Inductor's caches under bti's cache directory, and no compile worker pool (forked workers). Importing
+        ``executorch.exir`` already set ``TORCHINDUCTOR_CACHE_DIR`` to torch's machine-wide default (torch._dynamo's
+        package cache asks for the directory at import), so a value equal to that default is replaced: only one the
+        user chose is kept."""
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
         from harness.runner.cache import default_dir
 
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str((default_dir() / "inductor").resolve()))
+        if os.environ.get("TORCHINDUCTOR_CACHE_DIR", default_cache_dir()) == default_cache_dir():
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str((default_dir() / "inductor").resolve())
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
     def lower(self, recipe: Recipe, ep: Any, built: Any) -> tuple[Any, dict[str, Any] | None]:
