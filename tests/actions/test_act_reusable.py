@@ -1,5 +1,6 @@
 """The reusable workflow (backend-suite.yml) called by a vendor's caller, executed by act on this host: shards,
-a shard that dies, runner labels, two calls in one run, a fork's read-only token."""
+a shard that dies, runner labels (a JSON list in test_e, a plain string in test_g), two calls in one run, a fork's
+read-only token."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ..github_fake import FakeGitHub
-from .act import git
+from .act import HERE, git
 from .conftest import GOLDEN, _call, _job, _records
 
 pytestmark = pytest.mark.act
@@ -66,8 +68,9 @@ def _base_artifact(recipes: str, shards: int) -> str:
     return f"bti-bti-{hashlib.sha256(what.encode()).hexdigest()[:8]}-merged"
 
 
-@pytest.mark.parametrize("labels", ["self-hosted", '["self-hosted", "linux", "acme-npu"]'], ids=["string", "json"])
-def test_e_runner_labels_as_string_or_json(scenario, fake: FakeGitHub, labels: str) -> None:
+def test_e_runner_labels_as_json(scenario, fake: FakeGitHub) -> None:
+    """Runner labels as a JSON list; a plain string label is test_g's (both calls of twice.yml pass ``self-hosted``)."""
+    labels = '["self-hosted", "linux", "acme-npu"]'
     # the base branch's last run left its merged results, where relu failed: the comment shows the fix
     header = json.loads((GOLDEN / "results.jsonl").read_text().splitlines()[0])
     base = [{"kind": "result", "id": f"op.{op}.a[float32,static]@portable", "case": f"op.{op}.a", "recipe": "portable",
@@ -85,7 +88,10 @@ def test_e_runner_labels_as_string_or_json(scenario, fake: FakeGitHub, labels: s
 
 
 def test_g_two_calls_in_one_caller_run(scenario, fake: FakeGitHub) -> None:
+    """Also the runner labels as a plain string (test_e has them as a JSON list)."""
     sc = scenario("twice.yml")
+    assert [job["with"]["runner-labels"] for job in yaml.safe_load((HERE / "workflows" / "twice.yml").read_text())["jobs"].values()] \
+        == ["self-hosted", "self-hosted"]
     run = sc.run("pull_request", sc.pull_request_event(), fake)
     assert len(run.jobs) == 6 and all(r == "success" for r in run.jobs.values()), run.jobs
     names = sorted(p.name for p in run.artifacts.iterdir())
