@@ -564,7 +564,11 @@ def quantized_check(path: str, out: NDArray[Any], qref: NDArray[Any], scale: flo
         figures.update(systematic(o, r, None, along))  # a model's outputs: the systematic checks of a float output
         figures["scale"] = scale
     element = None
-    if not close.all():
+    nan_bad = np.isnan(o) != np.isnan(r)
+    if nan_bad.any():  # in the float check's words: max_abs leaves NaN out, so it would read as a pass
+        element = (f"{path}: NaN where the reference has none (or the reverse) at {_index(int(np.argmax(nan_bad)), out.shape)} "
+                   f"({int(nan_bad.sum())}/{nan_bad.size} elements, against the quantized program)")
+    elif not close.all():
         flat = int(np.argmax(~close.ravel()))
         bound = "(a model) " if model else f"{qtol:g} step(s) of scale {scale:.4g} + " if scale else "(not quantized) "
         element = (f"{path}: max_abs {err:.4g} against the quantized program exceeds {bound}atol {atol:g} + rtol "

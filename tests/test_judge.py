@@ -145,6 +145,20 @@ def test_quantized_check_holds_within_qtol_steps() -> None:
     assert quantized_check("o", two, r, 0.02, {"qtol": 2})[0] is None
 
 
+def test_quantized_check_names_a_nan_where_the_reference_has_none_in_the_float_check_s_words() -> None:
+    """exp(NaN) = 0 on a program the quantizer left in float: max_abs leaves the NaN out (0 here), so the detail said
+    "max_abs 0 … exceeds" before; it names the NaN, as the float check does, so one xfail message holds both."""
+    r = _grid()
+    r[3] = np.nan
+    out = r.copy()
+    out[3] = 0.0
+    for scale in (None, 0.02):
+        problem, _ = quantized_check("output[0]", out, r, scale, {})
+        assert problem == f"output[0]: NaN where the reference has none (or the reverse) at [3] (1/{r.size} elements, against " \
+            "the quantized program)"
+    assert quantized_check("o", r.copy(), r, None, {})[0] is None  # NaN where the reference has NaN
+
+
 @pytest.mark.parametrize("fault", ["shift", "scale", "zeros"])
 def test_quantized_check_catches_systematic_errors(fault: str) -> None:
     r = _grid()
