@@ -99,6 +99,18 @@ class StageLog:
         return value
 
 
+def _pending_unbacked(ep: Any) -> str:
+    """The unbacked symbols the exported program's shape environment holds pending. Lowering a program with a
+    data-dependent size (nonzero) leaves the ones its re-trace made there (ExecuTorch 1.5.1, torch 2.14: u6…u17 after
+    portable's to_edge), and the next lowering of the same program fails with PendingUnbackedSymbolNotFound: such a
+    program counts as changed, and the next recipe exports again."""
+    for node in ep.graph.nodes:
+        shape_env = getattr(getattr(node.meta.get("val"), "fake_mode", None), "shape_env", None)
+        if shape_env is not None:
+            return str(list(getattr(shape_env, "pending_fresh_unbacked_symbols", ())))
+    return ""
+
+
 class Group:
     """The shared part of a (case, axes) group: built module, pristine inputs, reference, exported program."""
 
@@ -154,7 +166,7 @@ class Group:
         the group lowered a static program)."""
         if self.ep is None:
             return ()
-        return (self.ep.graph_module.code, *(str(n.meta.get("val")) for n in self.ep.graph.nodes))
+        return (self.ep.graph_module.code, *(str(n.meta.get("val")) for n in self.ep.graph.nodes), _pending_unbacked(self.ep))
 
     def program_changed(self) -> bool:
         """Whether a backend changed the shared exported program since it was made; if so it is dropped, and the
