@@ -31,13 +31,14 @@ def main(paths: list[str]) -> None:
     unexpected: dict[str, int] = Counter()
     own: dict[str, int] = Counter()
     export_by_item: dict[str, set[str]] = defaultdict(set)  # item id without its recipe -> recipes where it failed to export
-    seen_by_item: dict[str, set[str]] = defaultdict(set)
+    seen_by_item: dict[str, set[str]] = defaultdict(set)  # ... -> recipes that ran it
     for rec in items.values():
         st = status_of(rec)
         recipe = str(rec["recipe"])
         by_recipe[recipe][st.value] += 1
         key = str(rec["id"]).rsplit("@", 1)[0]
-        seen_by_item[key].add(recipe)
+        if not st.did_not_run:  # a recipe that skips the item (its dtypes) says nothing about whose failure it is
+            seen_by_item[key].add(recipe)
         if st.value == "FAIL_EXPORT":
             own[recipe] += 1
             export_by_item[key].add(recipe)
