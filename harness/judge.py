@@ -227,10 +227,9 @@ def compare(outputs: list[NDArray[Any]], refs: list[NDArray[Any]], tol: dict[str
 def _check(path: str, out: NDArray[Any], ref: NDArray[Any], s: Mapping[str, Any], tol: Mapping[str, Any]) -> str | None:
     o = out.astype(np.float64, copy=False)
     r = ref.astype(np.float64, copy=False)
-    nan_bad = np.isnan(o) != np.isnan(r)
-    if nan_bad.any():
-        idx = [int(v) for v in np.unravel_index(int(np.argmax(nan_bad)), out.shape)] if out.ndim else []
-        return f"{path}: NaN where the reference has none (or the reverse) at {idx}"
+    nan_problem = _nan_mismatch(path, o, r, out.shape)
+    if nan_problem:
+        return nan_problem
     atol, rtol = tol.get("atol"), tol.get("rtol")
     if atol is not None or rtol is not None:
         a, rt = float(atol or 0.0), float(rtol or 0.0)
@@ -385,9 +384,9 @@ def fp64_check(path: str, out: NDArray[Any], eager: NDArray[Any], fp64: NDArray[
         with np.errstate(all="ignore"):
             figures["rmse"], figures["noise_rmse"] = (float(np.sqrt(np.mean(d * d))) if d.size else 0.0 for d in (err_d, noise_d))
             figures["noise_floor"] = wide
-    nan_bad = np.isnan(o) != np.isnan(e)
-    if nan_bad.any():
-        return f"{path}: NaN where the reference has none (or the reverse) at {_index(int(np.argmax(nan_bad)), out.shape)}", figures
+    nan_problem = _nan_mismatch(path, o, e, out.shape)
+    if nan_problem:
+        return nan_problem, figures
     if special.any():
         at = int(np.argmax(special))
         return (f"{path}: max_abs {abs(o[at] - e[at]):.4g} exceeds atol {atol:g} + rtol {rtol:g}*|ref| where eager is not finite "
@@ -417,6 +416,17 @@ def _model_noise(noise: NDArray[Any]) -> float:
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(v) for v in np.unravel_index(flat, shape)] if len(shape) else []
+
+
+def _nan_mismatch(path: str, out: NDArray[Any], ref: NDArray[Any], shape: tuple[int, ...],
+                  counted_as: str | None = None) -> str | None:
+    """The problem where an output has NaN and its reference not (or the reverse), in the words every check uses (xfail
+    messages match them); ``counted_as`` adds how many elements, and against what."""
+    bad = np.isnan(out) != np.isnan(ref)
+    if not bad.any():
+        return None
+    problem = f"{path}: NaN where the reference has none (or the reverse) at {_index(int(np.argmax(bad)), shape)}"
+    return f"{problem} ({int(bad.sum())}/{bad.size} elements, {counted_as})" if counted_as else problem
 
 
 # ------------------------------------------------------------------------------------------ the quantized reference
@@ -563,12 +573,9 @@ def quantized_check(path: str, out: NDArray[Any], qref: NDArray[Any], scale: flo
         along = fp32.astype(np.float64, copy=False) if fp32 is not None else None
         figures.update(systematic(o, r, None, along))  # a model's outputs: the systematic checks of a float output
         figures["scale"] = scale
-    element = None
-    nan_bad = np.isnan(o) != np.isnan(r)
-    if nan_bad.any():  # in the float check's words: max_abs leaves NaN out, so it would read as a pass
-        element = (f"{path}: NaN where the reference has none (or the reverse) at {_index(int(np.argmax(nan_bad)), out.shape)} "
-                   f"({int(nan_bad.sum())}/{nan_bad.size} elements, against the quantized program)")
-    elif not close.all():
+    # in the float checks' words: max_abs leaves NaN out, so it would read as a pass
+    element = _nan_mismatch(path, o, r, out.shape, counted_as="against the quantized program")
+    if element is None and not close.all():
         flat = int(np.argmax(~close.ravel()))
         bound = "(a model) " if model else f"{qtol:g} step(s) of scale {scale:.4g} + " if scale else "(not quantized) "
         element = (f"{path}: max_abs {err:.4g} against the quantized program exceeds {bound}atol {atol:g} + rtol "

@@ -195,13 +195,12 @@ def test_inductor_caches_go_under_bti_s_cache_directory_unless_the_user_chose_on
 
     from harness.backends import get_backend
     from harness.recipes import load_recipe
+    from harness.runner.cache import default_dir
 
     probe = "import os, executorch.exir; print(os.environ.get('TORCHINDUCTOR_CACHE_DIR'))"
     env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
     seen = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert seen == [default_cache_dir()]  # what makes the replacement below necessary (if torch changes, this says so)
-    from harness.runner.cache import default_dir
-
     recipe, backend = load_recipe("torch-compile"), get_backend("torch-compile")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
     backend.warm(recipe, lower=False)
