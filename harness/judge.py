@@ -697,6 +697,9 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
     dtypes = None
     if not group.built.ref_dtype or baseline is not None:
         dtypes = [(dtype_name(o), dtype_name(r)) for o, r in zip(outs, refs, strict=False)]
+        low = getattr(recipe.options, "autocast", None)
+        if low:
+            dtypes = [_autocast_pair(o, pair, str(low)) for o, pair in zip(outs, dtypes, strict=False)]
     verdict = compare(got.arrays, want, tol, dtypes)
     result = Comparison(verdict.ok, verdict.message, tuple(verdict.stats), tol)
     judgeable = not tol.get("shape_only") and not verdict.structural
@@ -717,6 +720,21 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
     elif plain:
         result = _judge_fp64(group, got, want, tol, verdict, model=is_model(item))
     return _model_checks(item, recipe, group, got, want, result, deterministic)
+
+
+def _autocast_pair(out: Any, pair: tuple[str, str], low: str) -> tuple[str, str]:
+    """An autocast backend returns its outputs in the autocast dtype widened to the inputs' (autocast is judged on
+    values), so an output the op itself asked in that dtype (``x.to(torch.bfloat16)`` under bf16 autocast) comes back
+    wide: where the reference is in the autocast dtype and every value of the output is one of that dtype's, the
+    dtypes agree. A wide output with any value the autocast dtype cannot hold is a real dtype mismatch."""
+    have, want = pair
+    if want != low or have not in ("float32", "float64") or not hasattr(out, "to"):
+        return pair
+    import torch
+
+    narrow = out.to(getattr(torch, low)).to(out.dtype)
+    exact = bool(((narrow == out) | torch.isnan(out)).all())
+    return (low, want) if exact else pair
 
 
 def is_model(item: Item) -> bool:

@@ -34,6 +34,13 @@ expect:                             # what must be delegated; a silent fallback 
   - {match: "op.add.*", delegated_ops: [aten.add.Tensor], min_delegated_pct: 100}
 ```
 
+A ``skip``/``xfail``/``expect`` list may hold ``- include: NAME``: the same list of the rules file ``rules/NAME.yaml``
+(beside the recipe, then in each recipe directory: ``recipe_dirs``), spliced in at that place, so one triage shared by
+several recipes (ExecuTorch's portable kernels wherever an op falls back to them) is written once. ``- {include: NAME,
+unless: [globs]}`` excepts the recipe's items matching a glob from every rule it brings. A rules file holds
+``description:`` and ``skip``/``xfail``/``expect`` lists, without includes of its own. The recipe's hash is the hash of
+the recipe with its includes written out.
+
 Rules (``skip``, ``xfail``, ``expect``) take ``suite:`` (a glob on the suite name), ``unless:``
 (globs excepted from ``match``) and ``versions:`` (package -> PEP 440 specifier, e.g.
 ``versions: {executorch: "<1.5"}``: the rule holds only where every named package is installed at such a
@@ -52,6 +59,7 @@ outputs must match exactly unless the recipe sets ``int``/``bool`` tolerances.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import math
 import re
@@ -307,6 +315,7 @@ def parse_recipe(path: Path) -> Recipe:
     loc = where(raw, str(path))
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}:1: a recipe must be a mapping")
+    _splice_includes(raw, path)
 
     def at(key: str) -> str:
         return where(raw, str(path), key)
@@ -557,6 +566,73 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
         out.append(Rule(str(r["match"]), str(r.get("reason") or ""), str(r.get("suite") or "*"), tuple(map(str, unless)),
                         bool(r.get("delegated_only", False)), statuses, message, ops, pct, _versions(r.get("versions"), here)))
     return tuple(out)
+
+
+RULE_LISTS = ("skip", "xfail", "expect")
+_RULES_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def rules_file(name: str, beside: Path | None = None) -> Path | None:
+    """The rules file ``NAME``: ``rules/NAME.yaml`` beside the recipe ``beside``, else in a recipe directory."""
+    dirs = ([beside.parent] if beside is not None else []) + recipe_dirs()
+    return next((d / "rules" / f"{name}.yaml" for d in dirs if (d / "rules" / f"{name}.yaml").is_file()), None)
+
+
+def available_rules_files() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for d in recipe_dirs():
+        for f in sorted((d / "rules").glob("*.yaml")):
+            out.setdefault(f.stem, f)
+    return out
+
+
+def _splice_includes(raw: dict[str, Any], path: Path) -> None:
+    """Each ``- include: NAME`` entry of the recipe's rule lists replaced, in place, by that rules file's list."""
+    from harness.cases.yamlload import load_yaml, where
+
+    files: dict[str, Any] = {}
+    for key in RULE_LISTS:
+        entries = raw.get(key)
+        if not isinstance(entries, list) or not any(isinstance(e, dict) and "include" in e for e in entries):
+            continue
+        out: list[Any] = []
+        for entry in entries:
+            if not (isinstance(entry, dict) and "include" in entry):
+                out.append(entry)
+                continue
+            here = where(entry, str(path))
+            name = entry["include"]
+            if set(entry) - {"include", "unless"} or not isinstance(name, str) or not _RULES_NAME.fullmatch(name):
+                raise RecipeError(f"{here}: `- include: NAME` names a rules file (letters, digits, '.', '_', '-'), with "
+                                  "`unless: [globs]` at most, e.g. `- include: executorch-portable`")
+            unless = _list(entry.get("unless"), here, "unless")
+            if name not in files:
+                found = rules_file(name, path)
+                if found is None:
+                    known = ", ".join(sorted(available_rules_files())) or "none found"
+                    raise RecipeError(f"{here}: no rules file {name!r} (rules/{name}.yaml beside the recipe or in a "
+                                      f"recipe directory)", hint=f"rules files: {known}")
+                try:
+                    doc = load_yaml(found)
+                except RecipeError:
+                    raise
+                except Exception as exc:
+                    raise RecipeError(str(exc)) from None
+                if not isinstance(doc, dict) or set(doc) - {"description", *RULE_LISTS}:
+                    raise RecipeError(f"{where(doc, str(found))}: a rules file is a mapping of description, "
+                                      f"{', '.join(RULE_LISTS)}")
+                for k in RULE_LISTS:
+                    if doc.get(k) is not None and not isinstance(doc.get(k), list):
+                        raise RecipeError(f"{where(doc, str(found), k)}: `{k}` must be a list of rules")
+                    if any(isinstance(e, dict) and "include" in e for e in doc.get(k) or ()):
+                        raise RecipeError(f"{where(doc, str(found), k)}: a rules file does not include others")
+                files[name] = doc
+            for rule in files[name].get(key) or ():
+                if unless and isinstance(rule, dict):  # the recipe excepts its own items from every included rule
+                    rule = copy.copy(rule)  # an LDict: it keeps the rules file's file:line
+                    rule["unless"] = [*_list(rule.get("unless"), here, "unless"), *unless]
+                out.append(rule)
+        entries[:] = out  # the list keeps its file:line
 
 
 def _versions(raw: Any, loc: str) -> tuple[tuple[str, str], ...]:

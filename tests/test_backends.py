@@ -33,6 +33,10 @@ cases:
     op: aten::linear.default
     args: [{shape: [N, F]}, {shape: [4, F]}, {shape: [4]}]
     dynamic: {N: {min: 1, max: 8, run: 3}}
+  - id: to_bf16
+    op: aten::_to_copy.default
+    args: [{shape: [N, F]}]
+    kwargs: {dtype: {torch_dtype: bfloat16}}
 """)
     res = bti("run", "-s", str(suite), "-r", "torch-cpu", "-r", "torch-cpu-autocast-bf16", "-r", "torch-compile",
               "-r", "onnxruntime", "-r", "torch-cuda", "-o", str(tmp_path / "o"), "--no-reuse", "-j", "2", "--allow-unverified")
@@ -45,6 +49,9 @@ cases:
         assert "pte_bytes" not in rec and "partition" not in rec
     auto = recs["op.linear.a[float32,dynamic]@torch-cpu-autocast-bf16"]
     assert auto["status"] == "PASS" and float(auto["outputs"][0]["max_abs"]) > 0  # bf16 arithmetic, judged on values
+    # an op that asks for bf16 itself under bf16 autocast: the widened output holds bf16 values, as the reference does
+    cast = recs["op._to_copy.to_bf16[float32,static]@torch-cpu-autocast-bf16"]
+    assert cast["status"] == "PASS", cast
     comp = recs["op.linear.a[float32,dynamic]@torch-compile"]
     assert comp["status"] == "PASS", comp
     assert comp["partition"]["compiler"] == "inductor" and comp["partition"]["graphs"] >= 1

@@ -382,3 +382,18 @@ def test_a_device_run_against_eager_outputs_keeps_what_it_can_use() -> None:
     assert device_tolerance({"sqnr_db": 10.0, "atol": 5e-2}, quantized=True) == {"sqnr_db": 10.0}  # a LOWERED item
     assert device_tolerance({"atol": 1e-4, "rtol": 1e-4, "k": 2.0, "fp64": "module", "reference": "fp64"}) == \
         {"atol": 1e-4, "rtol": 1e-4}
+
+
+def test_autocast_output_asked_in_the_autocast_dtype_matches_only_when_its_values_fit() -> None:
+    """Under bf16 autocast the backend widens bf16 outputs to the inputs' dtype; an op that asked for bf16 itself has a
+    bf16 reference. The widened output agrees in dtype only if every value is a bf16 value (NaN too)."""
+    import torch
+
+    from harness.judge import _autocast_pair
+
+    widened = torch.tensor([1.0, 0.5, -3.25e5, float("nan")]).bfloat16().float()
+    assert _autocast_pair(widened, ("float32", "bfloat16"), "bfloat16") == ("bfloat16", "bfloat16")
+    truly_wide = torch.tensor([1.0 + 2 ** -12, 0.5])
+    assert _autocast_pair(truly_wide, ("float32", "bfloat16"), "bfloat16") == ("float32", "bfloat16")
+    assert _autocast_pair(widened, ("float32", "float16"), "bfloat16") == ("float32", "float16")  # another dtype asked
+    assert _autocast_pair(widened, ("float32", "float32"), "bfloat16") == ("float32", "float32")

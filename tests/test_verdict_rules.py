@@ -75,6 +75,87 @@ def test_xfail_status_list_and_suite_scope(tmp_path: Path) -> None:
     assert decide(item(suite="executorch-upstream-ops"), r, PASSED, "run")["status"] == "PASS"
 
 
+def _rules_file(tmp_path: Path, name: str, text: str) -> Path:
+    (tmp_path / "rules").mkdir(exist_ok=True)
+    path = tmp_path / "rules" / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+SHARED = """description: one triage, several recipes
+xfail:
+  - {match: "op.conv2d.*", status: FAIL_RUN, reason: "shared kernel bug"}
+  - {match: "op.relu.*", status: FAIL_LOAD, reason: "shared missing kernel"}
+skip:
+  - {match: "op.big.*", reason: "shared: too big"}
+"""
+
+
+def test_include_splices_a_rules_file_in_place(tmp_path: Path) -> None:
+    _rules_file(tmp_path, "shared", SHARED)
+    r = recipe(tmp_path, """xfail:
+  - {match: "op.conv2d.basic*", status: FAIL_LOWER, reason: "own, first"}
+  - include: shared
+  - {match: "op.conv2d.*", status: FAIL_MISMATCH, reason: "own, last"}
+skip: [{include: shared}]
+""")
+    assert [x.reason for x in r.xfail] == ["own, first", "shared kernel bug", "shared missing kernel", "own, last"]
+    assert [x.reason for x in r.skip] == ["shared: too big"]
+    # in file order: the shared rule holds its failure, and an XPASS names the recipe's own first rule
+    assert decide(item(), r, failed(Stage.RUN, "0x12"), "run")["xfail"]["reason"] == "shared kernel bug"
+    assert "(FAIL_LOWER: own, first)" in decide(item(), r, PASSED, "run")["detail"]
+    assert r.skip_reason(item("op.big.x")) == "shared: too big"
+    # the hash is the recipe's with its include written out: the cache follows the shared file's content
+    inline = recipe(tmp_path, """xfail:
+  - {match: "op.conv2d.basic*", status: FAIL_LOWER, reason: "own, first"}
+  - {match: "op.conv2d.*", status: FAIL_RUN, reason: "shared kernel bug"}
+  - {match: "op.relu.*", status: FAIL_LOAD, reason: "shared missing kernel"}
+  - {match: "op.conv2d.*", status: FAIL_MISMATCH, reason: "own, last"}
+skip:
+  - {match: "op.big.*", reason: "shared: too big"}
+""", name="r")
+    assert inline.hash == r.hash
+    # the recipe excepts its own items from every included rule
+    excepted = recipe(tmp_path, 'xfail: [{include: shared, unless: ["op.relu.x*"]}]')
+    assert not excepted.xfail_rules("op.relu.x[float32,static]") and excepted.xfail_rules("op.relu.y[float32,static]")
+    assert excepted.xfail[1].unless == ("op.relu.x*",)
+    before = recipe(tmp_path, "xfail: [{include: shared}]").hash
+    _rules_file(tmp_path, "shared", SHARED.replace("shared kernel bug", "the kernel bug, traced"))
+    after = recipe(tmp_path, "xfail: [{include: shared}]")
+    assert after.xfail[0].reason == "the kernel bug, traced" and after.hash != before
+
+
+def test_shipped_recipes_include_shared_rules() -> None:
+    """bti's own recipes share the portable kernels' triage through one rules file, which a vendor's recipe can name."""
+    from harness.recipes import available_rules_files, load_recipe
+
+    assert "executorch-portable" in available_rules_files()
+    rules = [load_recipe(n).xfail for n in ("portable", "xnnpack", "xnnpack-int8-dynamic-per-channel")]
+    shared = {x.match for x in rules[0]} & {x.match for x in rules[1]} & {x.match for x in rules[2]}
+    assert {"op.sym_*", "op.am[ai][xn].default.empty[[]*"} <= shared
+
+
+@pytest.mark.parametrize(("text", "rules", "needle", "at"), [
+    ("xfail: [{include: nothere}]", None, "no rules file 'nothere'", "recipe"),
+    ("xfail: [{include: ../evil}]", None, "`- include: NAME` names a rules file", "recipe"),
+    ('xfail: [{include: shared, match: "op.*"}]', None, "with `unless: [globs]` at most", "recipe"),
+    ("xfail: [{include: shared}]", "xfail: {match: x}\n", "`xfail` must be a list of rules", "rules"),
+    ("xfail: [{include: shared}]", "colour: red\n", "a rules file is a mapping of description", "rules"),
+    ("xfail: [{include: shared}]", "xfail: [{include: other}]\n", "a rules file does not include others", "rules"),
+    ("xfail: [{include: shared}]", 'xfail:\n  - {match: "op.*", reason: "r"}\n', "names the failure it expects", "rules"),
+    ("xfail: [{include: shared}]", "xfail: [\n", "invalid YAML", "rules"),
+])
+def test_include_errors_are_one_line_with_file_and_line(tmp_path: Path, text: str, rules: str | None, needle: str,
+                                                        at: str) -> None:
+    if rules is not None:
+        _rules_file(tmp_path, "shared", rules)
+    with pytest.raises(RecipeError) as err:
+        recipe(tmp_path, text)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+    where = tmp_path / "rules" / "shared.yaml" if at == "rules" else tmp_path / "r.yaml"
+    assert str(err.value).startswith(f"{where}:"), str(err.value)
+
+
 @pytest.mark.parametrize(("text", "needle"), [
     ('xfail: [{match: "op.*", reason: "r"}]', "names the failure it expects"),
     ('xfail: [{match: "op.*", status: PASS, reason: "r"}]', "not a failure status"),
