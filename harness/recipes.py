@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cases.case import ALL_DTYPES, SHAPES, stable_hash
+from harness.cases.case import ALL_DTYPES, SHAPES, UNINITIALIZED, stable_hash
 from harness.errors import RecipeError
 from harness.providers import ProviderSpec, parse_spec
 from harness.status import Status
@@ -230,6 +230,10 @@ class Recipe:
             return f"recipe {self.name} runs dtypes {', '.join(self.dtypes)}, not {dtype}"
         if self.shapes and shape not in self.shapes:
             return f"recipe {self.name} runs {', '.join(self.shapes)} shapes, not {shape}"
+        if self.quantized and UNINITIALIZED in item.case.tags:
+            return (f"recipe {self.name} quantizes, and this case's output is uninitialized memory (torch.empty*): its "
+                    "observers would calibrate on whatever that memory holds (NaN, on a run here), so the item cannot be "
+                    "judged the same way twice")
         caps = self.capabilities
         if shape == "dynamic" and not caps.dynamic:
             return f"capability: recipe {self.name} does not support dynamic shapes"
