@@ -1,0 +1,61 @@
+"""A results file judged again offline by the recipes' current rules: the unexpected items per recipe, without running
+anything (a triage checks its new xfail rules against the records that motivated them, then runs them for real).
+
+    .venv/bin/python benchmarks/rejudge.py out/results.jsonl
+
+Each record's own failure (an XFAIL's expected status, any other failure's status) and detail go through
+``load_recipe(recipe).xfail_rules(group, suite, delegated)`` and ``Rule.expects`` as ``harness.verdict`` applies them: a
+failure some rule names is XFAIL, a pass that a rule lists is XPASS. SKIP rules, capabilities and FAIL_EXPORT (the
+case's own) are taken as recorded. Prints each unexpected item, then per recipe its statuses and unexpected count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+
+EXPECTED = {"XFAIL", "PASS", "PASS_UNDELEGATED", "SKIP", "FAIL_EXPORT", "UNAVAILABLE", "LOWERED"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ns = ap.parse_args()
+
+    from harness.recipes import Recipe, load_recipe
+    from harness.status import Status
+
+    recipes: dict[str, Recipe] = {}
+    counts: Counter[tuple[str, str]] = Counter()
+    unexpected: Counter[str] = Counter()
+    with open(ns.results, encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if "status" not in r or "recipe" not in r:
+                continue  # the header
+            recipe = recipes.setdefault(r["recipe"], load_recipe(r["recipe"]))
+            status = Status(r["status"])
+            own = Status(r["xfail"]["status"]) if status is Status.XFAIL else Status.PASS if status is Status.XPASS else status
+            part = r.get("partition") or {}
+            delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
+            rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated)
+            detail = r.get("detail") or ""
+            if own.is_pass:
+                now = "XPASS" if rules else own.value
+            elif own.is_failure and own is not Status.FAIL_EXPORT:
+                now = "XFAIL" if any(rule.expects(own, detail) for rule in rules) else own.value
+            else:
+                now = own.value
+            counts[(r["recipe"], now)] += 1
+            if now not in EXPECTED:
+                unexpected[r["recipe"]] += 1
+                print(f"unexpected: {now} {r['id']} {detail[:160]}")
+    for name in sorted({n for n, _ in counts}):
+        statuses = ", ".join(f"{n} {s}" for (rn, s), n in sorted(counts.items(), key=lambda kv: -kv[1]) if rn == name)
+        print(f"{name}: {unexpected[name]} unexpected ({statuses})")
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
