@@ -39,7 +39,9 @@ cases:
     kwargs: {dtype: {torch_dtype: bfloat16}}
 """)
     res = bti("run", "-s", str(suite), "-r", "torch-cpu", "-r", "torch-cpu-autocast-bf16", "-r", "torch-compile",
-              "-r", "onnxruntime", "-r", "torch-cuda", "-o", str(tmp_path / "o"), "--no-reuse", "-j", "2", "--allow-unverified")
+              "-r", "onnxruntime", "-r", "torch-cuda", "-o", str(tmp_path / "o"), "--no-reuse", "-j", "2", "--allow-unverified",
+              # ONNX Runtime's Python API returns no bfloat16 (recipes/onnxruntime.yaml's xfail, on core-ops)
+              "--exclude", "op._to_copy.to_bf16*@onnxruntime")
     assert res.code == 0, res.err  # torch-cuda verified nothing here: allowed
     header, recs = read(tmp_path / "o")
     for dtype in ("float32", "float16", "bfloat16"):
