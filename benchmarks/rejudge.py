@@ -6,7 +6,8 @@ anything (a triage checks its new xfail rules against the records that motivated
 Each record's own failure (an XFAIL's expected status, any other failure's status) and detail go through
 ``load_recipe(recipe).xfail_rules(group, suite, delegated)`` and ``Rule.expects`` as ``harness.verdict`` applies them: a
 failure some rule names is XFAIL, a pass that a rule lists is XPASS. SKIP rules, capabilities and FAIL_EXPORT (the
-case's own) are taken as recorded. Prints each unexpected item, then per recipe its statuses and unexpected count.
+case's own) are taken as recorded, and a case source's own expectations (the zoo's known failures, OpInfo's) are not
+consulted: for those suites, run again. Prints each unexpected item, then per recipe its statuses and unexpected count.
 """
 
 from __future__ import annotations

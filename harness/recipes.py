@@ -572,14 +572,14 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
     return tuple(out)
 
 
-RULE_LISTS = ("skip", "xfail", "expect")
+RULE_LISTS = tuple(_RULE_KEYS)  # skip, xfail, expect
 _RULES_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def rules_file(name: str, beside: Path | None = None) -> Path | None:
     """The rules file ``NAME``: ``rules/NAME.yaml`` beside the recipe ``beside``, else in a recipe directory."""
     dirs = ([beside.parent] if beside is not None else []) + recipe_dirs()
-    return next((d / "rules" / f"{name}.yaml" for d in dirs if (d / "rules" / f"{name}.yaml").is_file()), None)
+    return next((f for f in (d / "rules" / f"{name}.yaml" for d in dirs) if f.is_file()), None)
 
 
 def available_rules_files() -> dict[str, Path]:

@@ -24,8 +24,8 @@ def stable_hash(obj: Any, length: int = 16) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
 
 
-
 UNINITIALIZED = "uninitialized"  # a case tag: its outputs are uninitialized memory (torch.empty*): a quantizing recipe skips it
+
 
 @dataclass(frozen=True)
 class Case:
