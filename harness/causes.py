@@ -16,7 +16,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from dataclasses import dataclass
+from pathlib import PurePath
 from types import TracebackType
 
 _SITE = re.compile(r".*?/(?:site|dist)-packages/|.*/(?=harness/)")  # a package's path from its own directory
@@ -45,10 +47,30 @@ def root_cause(exc: BaseException) -> BaseException:
     return _links(exc)[-1]
 
 
+def _tool_said(exc: subprocess.CalledProcessError) -> str:
+    """What a failed tool said: the last line of its stderr (else its output) that says "error", else "fail" or "abort",
+    else its last line."""
+    text = exc.stderr or exc.output or ""
+    lines = [ln.strip() for ln in (text.decode(errors="replace") if isinstance(text, bytes) else str(text)).splitlines()]
+    lines = [ln for ln in lines if ln]
+    for word in ("error", "fail|abort"):
+        said = next((ln for ln in reversed(lines) if re.search(word, ln, re.IGNORECASE)), "")
+        if said:
+            return said
+    return lines[-1] if lines else ""
+
+
 def _first(exc: BaseException) -> str:
     """An exception's message's first line (its type's name when it has none), without a repeat of that type: a
-    message re-raised across a process may carry it."""
+    message re-raised across a process may carry it. A failed tool (``CalledProcessError``) is named by its program
+    and status, then what it said on stderr: its command line holds temporary paths, which would make every item's
+    signature differ and say nothing of the cause."""
     name = type(exc).__name__
+    if isinstance(exc, subprocess.CalledProcessError):
+        cmd = exc.cmd if isinstance(exc.cmd, (list, tuple)) else str(exc.cmd).split()
+        prog = PurePath(str(cmd[0])).name if cmd else "command"
+        said = _tool_said(exc)
+        return f"{prog} exited with status {exc.returncode}" + (f": {said}" if said else "")
     return (str(exc).strip() or name).splitlines()[0].strip().removeprefix(f"{name}: ")
 
 

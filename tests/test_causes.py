@@ -3,6 +3,8 @@ is one signature across ops; a dead worker's own output names its crash."""
 
 from __future__ import annotations
 
+import subprocess
+
 from harness.causes import chain, describe, fatal_cause, signature
 from harness.stages import error_info
 
@@ -87,3 +89,26 @@ def test_a_message_that_carries_its_type_is_not_prefixed_twice_and_bti_paths_are
     except RecipeError as exc:
         _, _, where = describe(exc)
     assert where.startswith("harness/recipes.py:") and where.endswith(" in load_recipe"), where  # bti's own: from harness/
+
+
+def test_a_failed_tool_is_named_by_its_program_and_what_it_said_not_its_temporary_paths() -> None:
+    def compile_with(tmp: str) -> BaseException:
+        try:
+            try:
+                raise subprocess.CalledProcessError(
+                    255, ["/venv/bin/model-converter", "-i", f"/tmp/{tmp}/output.tosa"], output=b"",
+                    stderr=b"loading\n<unknown>:0: error: 'spirv.Tosa.Cast' op failed to verify\nFailed to compile network\n")
+            except subprocess.CalledProcessError as exc:
+                raise RuntimeError("Vgf compiler failed.") from exc
+        except RuntimeError as outer:
+            return outer
+        raise AssertionError("unreachable")
+
+    a, b = error_info(compile_with("tmpab12")), error_info(compile_with("tmpzz98"))
+    assert a.message.startswith(
+        "CalledProcessError: model-converter exited with status 255: <unknown>:0: error: 'spirv.Tosa.Cast' op failed")
+    assert "/tmp/" not in a.message.splitlines()[0] and a.message.splitlines()[0].endswith(
+        "; wrapped by RuntimeError: Vgf compiler failed.")
+    assert a.signature == b.signature
+    quiet = subprocess.CalledProcessError(1, "tool --flag")
+    assert describe(quiet)[1].startswith("CalledProcessError: tool exited with status 1")
