@@ -23,6 +23,7 @@ from types import TracebackType
 
 _SITE = re.compile(r".*?/(?:site|dist)-packages/|.*/(?=harness/)")  # a package's path from its own directory
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')  # a frame as faulthandler prints it
 _FATAL = (  # (pattern, what it is), in order of preference: the runtime's own words first
     re.compile(r"assert(?:ion)? failed|Check failed|Assertion .* failed"),
     re.compile(r"terminate called|what\(\):"),
@@ -136,8 +137,14 @@ class Crash:
         return out
 
     @property
+    def where(self) -> str:
+        """``path:line in function`` of the innermost Python frame faulthandler printed ("" without one)."""
+        m = _FRAME.match(self.frames[0]) if self.frames else None
+        return f"{_SITE.sub('', m.group(1))}:{m.group(2)} in {m.group(3)}" if m else ""
+
+    @property
     def signature(self) -> str:
-        return signature("CRASH", self.cause or self.signal)
+        return signature("CRASH", self.cause or self.signal, self.where)
 
 
 def fatal_cause(text: str) -> tuple[str, tuple[str, ...]]:

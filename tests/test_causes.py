@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from harness.causes import chain, describe, fatal_cause, signature
+from harness.causes import Crash, chain, describe, fatal_cause, signature
 from harness.stages import error_info
 
 
@@ -71,6 +71,18 @@ Extension modules: numpy (total: 1)
     assert cause == "terminate called after throwing an instance of 'c10::Error' what():  bad alloc"
     assert fatal_cause("Fatal Python error: Segmentation fault\n") == ("", ())  # the signal restated: nothing more
     assert fatal_cause("Fatal Python error: PyThreadState_Get: no current thread\n")[0].endswith("no current thread")
+    # no fatal line, only the signal and faulthandler's frames (vela's SIGFPE): the innermost frame says where
+    vela = """Fatal Python error: Floating point exception
+
+Current thread 0x00007fad (most recent call first):
+  File "/v/lib/python3.11/site-packages/ethosu/vela/vela.py", line 137 in process_regor
+  File "/v/lib/python3.11/site-packages/executorch/backends/arm/arm_vela.py", line 123 in run
+"""
+    cause, frames = fatal_cause(vela)
+    crash = Crash("SIGFPE", cause, frames, "/o/logs/worker-1.log")
+    assert cause == "" and crash.where == "ethosu/vela/vela.py:137 in process_regor"
+    assert crash.signature == "CRASH: SIGFPE @ ethosu/vela/vela.py:process_regor"
+    assert Crash("SIGSEGV").where == "" and Crash("SIGSEGV").signature == "CRASH: SIGSEGV"
 
 
 def test_a_message_that_carries_its_type_is_not_prefixed_twice_and_bti_paths_are_short() -> None:

@@ -195,7 +195,7 @@ class Pool:
             name = signal.Signals(-code).name if code is not None and code < 0 else f"exit code {code}"
             hint = " (out of memory? the kernel's OOM killer sends SIGKILL)" if code == -signal.SIGKILL else ""
             crash = self._crash(w, name)
-            said = f": {crash.cause}" if crash.cause else ""
+            said = f": {crash.cause}" if crash.cause else f" (in {crash.where})" if crash.where else ""
             where = f" (worker log: {crash.log})" if crash.log else ""
             self._fail(w, queue, Status.CRASH, f"worker died with {name}{hint}{said}{where}", crash)
 
