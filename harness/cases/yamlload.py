@@ -22,7 +22,7 @@ class LList(list):  # type: ignore[type-arg]
     file: str = ""
 
 
-# libyaml's parser where PyYAML was built with it (PyPI's wheels are): 7x faster on the recipes and their rules files,
+# libyaml's parser where PyYAML was built with it (PyPI's wheels are): 6x faster on the recipes and their rules files,
 # which every bti process reads; its marks carry the same lines
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
