@@ -38,6 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # other sat idle: 38 s at 816e37f, where test_verdicts (115 s) came last.
 LONGEST_FIRST = (
     "test_docs_commands.py", "actions/test_act_reusable.py", "actions/test_act.py", "test_e2e.py", "test_verdicts.py",
+    "actions/test_act_periodic.py",
     "test_repro.py", "test_core_ops_ci.py", "test_providers.py", "test_faults.py", "test_versions.py", "test_arm.py",
     "test_scale.py", "test_bench.py", "test_backends.py", "test_examples.py", "test_judge.py", "test_cli_errors.py",
 )

@@ -142,6 +142,7 @@ class FakeGitHub:
             ("GET", r"/_blob/(\d+)", self.artifact_blob),
             ("GET", r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)", self.get_ref),
             ("PATCH", r"/repos/([^/]+/[^/]+)/git/refs/heads/(.+)", self.update_ref),
+            ("POST", r"/repos/([^/]+/[^/]+)/git/refs", self.create_ref),
             ("GET", r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]{40})", self.get_git_commit),
             ("GET", r"/repos/([^/]+/[^/]+)/git/trees/([0-9a-f]{40})", self.get_tree),
             ("POST", r"/repos/([^/]+/[^/]+)/git/blobs", self.create_blob),
@@ -254,6 +255,15 @@ class FakeGitHub:
     def update_ref(self, req: Request, body: Any, name: str, branch: str) -> Response:
         if body["sha"] not in self.commits or self.refs.get(branch) not in self.commits[body["sha"]][1]:
             return self.json({"message": "Update is not a fast forward"}, 422)
+        self.refs[branch] = body["sha"]
+        return self.get_ref(req, body, name, branch)
+
+    def create_ref(self, req: Request, body: Any, name: str) -> Response:
+        branch = str(body["ref"]).removeprefix("refs/heads/")
+        if branch in self.refs:
+            return self.json({"message": "Reference already exists"}, 422)
+        if body["sha"] not in self.commits:
+            return self.json({"message": "Object does not exist"}, 422)
         self.refs[branch] = body["sha"]
         return self.get_ref(req, body, name, branch)
 

@@ -244,6 +244,24 @@ def test_cli_check_and_badge_branch(fake: FakeGitHub, bti, tmp_path: Path) -> No
     assert again.code == 0 and "unchanged" in again.out and fake.refs["badges"] == head
 
 
+def test_the_first_badge_creates_its_branch(fake: FakeGitHub, bti, tmp_path: Path) -> None:
+    """A repository's first periodic run: no badges branch yet. It is created holding the badges only (a commit without
+    parents, not a copy of the default branch); the next publish finds it."""
+    env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base, "BTI_GITHUB_THROTTLE": "0"}
+    args = ["publish", "badge", "--results", str(GOLDEN / "results.jsonl"), "-o", str(tmp_path), "--branch", "badges", "--repo", fake.repo]
+    assert "badges" not in fake.refs
+    res = bti(*args, env=env)
+    assert res.code == 0, res.err
+    head = fake.refs["badges"]
+    assert fake.commits[head][1] == [] and set(fake.files_on("badges")) == {p.name for p in tmp_path.glob("badge*")}
+    again = bti(*args, env=env)
+    assert again.code == 0 and "unchanged" in again.out and fake.refs["badges"] == head
+    del fake.refs["badges"]
+    fake.inject("GET", r".*/git/ref/heads/badges", 403)  # a refusal is not a missing branch: nothing is created
+    res = bti(*args, env=env)
+    assert res.code == 2 and "GET branch badges failed with 403" in res.err and "badges" not in fake.refs
+
+
 @pytest.mark.parametrize("commit", [None, "f" * 40, SHA], ids=["nothing-installed", "other-commit", "the-commit"])
 def test_check_on_the_upstream_commit_only_when_that_commit_ran(fake: FakeGitHub, bti, tmp_path: Path, commit: str | None) -> None:
     lines = (GOLDEN / "results.jsonl").read_text().splitlines()
@@ -320,6 +338,10 @@ def test_fetch_history_then_portal_keeps_history(fake: FakeGitHub, bti, tmp_path
     assert kept == ["20261120T031700Z-prev.jsonl.gz", "20261121T031700Z-today.jsonl.gz"]  # ... and keeps 90 days
     none = bti("fetch-history", "--repo", fake.repo, "--name", "bti-nothing", "--branch", "main", "-o", str(tmp_path / "h2"), env=env)
     assert none.code == 0 and none.out.strip() == "history: none (no unexpired bti-nothing artifact from a run on main)"
+    assert (tmp_path / "h2").is_dir() and not any((tmp_path / "h2").iterdir())  # where the first run's portal starts it
+    first = bti("portal", str(tmp_path / "h2"), str(now), "-o", str(tmp_path / "site2"), "--keep-history", str(tmp_path / "h2"))
+    assert first.code == 0 and "1 runs" in first.out, first.err
+    assert [p.name for p in (tmp_path / "h2").iterdir()] == ["20261121T031700Z-today.jsonl.gz"]
 
 
 def test_fetch_history_passes_over_an_unusable_artifact(fake: FakeGitHub, bti, tmp_path: Path) -> None:

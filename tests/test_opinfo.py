@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -162,7 +163,8 @@ def test_the_periodic_workflow_runs_opinfo_on_every_eager_device_recipe_for_the_
     job = jobs["opinfo"]["with"]
     eager = {p.stem for p in (ROOT / "recipes").glob("*.yaml")
              if yaml.safe_load(p.read_text()).get("backend") == "torch-eager"} - {"torch-privateuse1"}
-    assert job["suites"] == "opinfo" and set(job["recipes"].split(",")) == eager and int(job["shards"]) > 1
+    assert job["suites"] == "opinfo" and set(job["recipes"].split(",")) == eager
+    assert int(re.fullmatch(r"\$\{\{ fromJSON\(inputs\.shards \|\| '(\d+)'\) \}\}", job["shards"]).group(1)) > 1  # a trial may ask fewer
     portal = jobs["portal"]
     assert "opinfo" in portal["needs"]
     build = next(s["run"] for s in portal["steps"] if s.get("name", "").startswith("Build the portal"))

@@ -184,12 +184,20 @@ class Publisher:
 
     # ------------------------------------------------------------------ badge branch
     def commit_files(self, branch: str, files: dict[str, bytes], message: str) -> str:
-        """All ``files`` in one commit on ``branch`` (which must exist), through the git data API:
-        blobs → tree → commit → ref. Returns the commit sha, or "unchanged" when nothing differs."""
+        """All ``files`` in one commit on ``branch``, through the git data API: blobs → tree → commit → ref. A branch
+        that does not exist yet (a repository's first scheduled run) is created holding only ``files``, a commit without
+        parents. Returns the commit sha, or "unchanged" when nothing differs."""
         repo = self.repo
-        ref = call(f"GET branch {branch}", lambda: repo.get_git_ref(f"heads/{branch}"))
-        head = call(f"GET commit {ref.object.sha[:12]}", lambda: repo.get_git_commit(ref.object.sha))
-        current = {e.path: e.sha for e in call("GET tree", lambda: repo.get_git_tree(head.tree.sha, recursive=True)).tree}
+        try:
+            ref = call(f"GET branch {branch}", lambda: repo.get_git_ref(f"heads/{branch}"))
+        except PublishError as exc:
+            if exc.status != 404:
+                raise
+            ref = head = None
+            current: dict[str, str] = {}
+        else:
+            head = call(f"GET commit {ref.object.sha[:12]}", lambda: repo.get_git_commit(ref.object.sha))
+            current = {e.path: e.sha for e in call("GET tree", lambda: repo.get_git_tree(head.tree.sha, recursive=True)).tree}
         elements = []
         for path, content in sorted(files.items()):
             if current.get(path) == hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest():
@@ -198,6 +206,11 @@ class Publisher:
             elements.append(InputGitTreeElement(path, "100644", "blob", sha=blob.sha))
         if not elements:
             return "unchanged"
+        if ref is None or head is None:
+            tree = write("create tree", lambda: repo.create_git_tree(elements))
+            commit = write("create commit", lambda: repo.create_git_commit(message, tree, []))
+            write(f"create branch {branch}", lambda: repo.create_git_ref(f"refs/heads/{branch}", commit.sha))
+            return str(commit.sha)
         tree = write("create tree", lambda: repo.create_git_tree(elements, head.tree))
         commit = write("create commit", lambda: repo.create_git_commit(message, tree, [head]))
         write(f"move {branch}", lambda: ref.edit(commit.sha))
