@@ -17,7 +17,7 @@ from harness.report.compare import compare
 from harness.results import read_results
 
 from .conftest import TESTS
-from .github_fake import FakeGitHub
+from .github_fake import FakeGitHub, Fault
 
 WEBHOOKS = TESTS / "fixtures" / "github-webhooks"
 GOLDEN = TESTS / "golden"
@@ -256,6 +256,10 @@ def test_the_first_badge_creates_its_branch(fake: FakeGitHub, bti, tmp_path: Pat
     assert fake.commits[head][1] == [] and set(fake.files_on("badges")) == {p.name for p in tmp_path.glob("badge*")}
     again = bti(*args, env=env)
     assert again.code == 0 and "unchanged" in again.out and fake.refs["badges"] == head
+    del fake.refs["badges"]
+    fake.stored_faults.append(Fault("POST", r".*/git/refs$", 502, 1))  # created, then answered 502: not created twice
+    res = bti(*args, env=env)
+    assert res.code == 0 and "commit " + fake.refs["badges"][:12] in res.out, (res.out, res.err)
     del fake.refs["badges"]
     fake.inject("GET", r".*/git/ref/heads/badges", 403)  # a refusal is not a missing branch: nothing is created
     res = bti(*args, env=env)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from github import Github, InputGitTreeElement
+from github import Github, GithubException, InputGitTreeElement
 
 from harness.github.client import PublishError, call, write
 from harness.report import safe
@@ -209,7 +209,14 @@ class Publisher:
         if ref is None or head is None:
             tree = write("create tree", lambda: repo.create_git_tree(elements))
             commit = write("create commit", lambda: repo.create_git_commit(message, tree, []))
-            write(f"create branch {branch}", lambda: repo.create_git_ref(f"refs/heads/{branch}", commit.sha))
+            def landed() -> Any:  # a create that landed before a 5xx: its repeat would be "Reference already exists"
+                try:
+                    made = repo.get_git_ref(f"heads/{branch}")
+                except GithubException:
+                    return None
+                return made if made.object.sha == commit.sha else None
+
+            write(f"create branch {branch}", lambda: repo.create_git_ref(f"refs/heads/{branch}", commit.sha), recheck=landed)
             return str(commit.sha)
         tree = write("create tree", lambda: repo.create_git_tree(elements, head.tree))
         commit = write("create commit", lambda: repo.create_git_commit(message, tree, [head]))

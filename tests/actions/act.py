@@ -1,7 +1,7 @@
 """Run the real workflows and the composite action under `act` on this host (no Docker, no network).
 
 * jobs run with ``-P <label>=-self-hosted``: on the host, in act's own workspace copy;
-* the six network-bound actions (checkout, setup-python, upload/download-artifact, upload-pages-artifact, deploy-pages) are mapped with
+* the five network-bound actions (checkout, setup-python, upload/download-artifact, upload-pages-artifact) are mapped with
   ``--local-repository`` to the stand-ins in ``tests/actions/standins``;
 * bti itself is a git snapshot of this working tree, mapped as ``bti-org/bti@<sha>``, exactly as a
   caller pins it; caller repositories are built from ``tests/actions/caller`` plus one scenario workflow;
@@ -43,7 +43,6 @@ ACTIONS = {
     "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02": "upload-artifact",
     "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093": "download-artifact",
     "actions/upload-pages-artifact@7b1f4a764d45c48632c6b24a0339c27f5614fb0b": "upload-pages-artifact",
-    "actions/deploy-pages@d6db90164ac5ed86f2b6aed7e0febac5b3c0c03e": "deploy-pages",
 }
 LABELS = ("ubuntu-latest", "self-hosted", "linux", "acme-npu")
 GIT = ["git", "-c", "user.name=bti-tests", "-c", "user.email=bti-tests@127.0.0.1", "-c", "init.defaultBranch=main",

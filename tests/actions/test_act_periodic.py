@@ -1,13 +1,15 @@
-"""The periodic workflow (periodic.yml), run by act on this host as a maintainer's manual trial of it: the sweep and the
-OpInfo sweep through the reusable workflow, the badge on its branch, and the portal built from both with the history the
-previous run kept, published through the Pages stand-ins. The trial's inputs (a filter and one shard each) keep it to a
-few dozen items; everything else runs as it does on the schedule."""
+"""The periodic workflow (periodic.yml), run by act on this host as a maintainer's manual trial of it (a filter and one
+shard each): the sweep and the OpInfo sweep through the reusable workflow, the badge, and the portal built from both
+with the history the last scheduled run kept. A trial publishes nothing: the badge is a dry run, the portal is not
+deployed and the history it keeps goes under another name. The schedule's own expressions (its suites, 8 or 24 shards,
+one worker on Saturday) are not evaluated here; test_opinfo and test_arm read them."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import re
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -43,10 +45,11 @@ def test_the_periodic_trial_feeds_opinfo_to_the_portal_beside_the_kept_history(a
     run = run_act(act_home / "repos" / REPO, "periodic.yml", "workflow_dispatch", event, home=act_home, tmp=tmp_path,
                   api_url=fake.base)
     assert run.code == 0 and run.jobs and all(r == "success" for r in run.jobs.values()), (run.jobs, run.log[-3000:])
-    # act names a called job "<caller job>/<called workflow>/<job>" and the others "<workflow>/<job>"
+    # act names a called job "<caller job>/<called workflow>/<job>" and the others "<workflow>/<job>"; a trial is not
+    # deployed
     called = {j.split("/")[0] for j in run.jobs if "/bti backend suite/" in j}
     own = {j.split("/", 1)[1].strip() for j in run.jobs if j.startswith("bti periodic sweep/")}
-    assert called == {"sweep", "opinfo"} and own == {"badge", "portal", "deploy-portal"}, run.jobs
+    assert called == {"sweep", "opinfo"} and own == {"badge", "portal"}, run.jobs
 
     # each sweep ran what the trial asked, on one shard: the sweep on portable, OpInfo on every eager-device recipe
     merged = {p.name.split("-")[1]: p for p in run.artifacts.iterdir() if p.name.endswith("-merged")}
@@ -61,18 +64,24 @@ def test_the_periodic_trial_feeds_opinfo_to_the_portal_beside_the_kept_history(a
     assert "PASS" in by_recipe["torch-cpu"] and by_recipe["torch-cuda"] == {"UNAVAILABLE"}  # no GPU here: said, not run
     assert sum(1 for p in run.artifacts.iterdir() if "-shard-" in p.name) == 2
 
-    # the badge is on its branch
-    assert any(path.endswith(".svg") for path in fake.files_on("badges")), fake.files_on("badges").keys()
+    # the badge is written, not committed
+    assert "dry run: would commit badge-portable.json, badge-portable.svg, badge.json, badge.svg to badges of bti-org/bti" \
+        in run.output("bti periodic sweep/badge "), run.output("bti periodic sweep/badge ")[-2000:]
+    assert "badges" not in fake.refs and not any(m == "POST" for m, _, _ in fake.log)
 
-    # the deployed portal: the matrix and the history from the sweep (this run and the kept one), the support page
-    # from OpInfo's records too, which are not in the matrix
-    site = run.artifacts / "_deployed-pages"
+    # the portal (the run's Pages artifact): the matrix and the history from the sweep (this run and the kept one), the
+    # support page from OpInfo's records too, which are not in the matrix
+    site = tmp_path / "site"
+    site.mkdir()
+    with tarfile.open(run.artifacts / "github-pages" / "artifact.tar") as tar:
+        tar.extractall(site, filter="data")
     index = (site / "index.html").read_text()
     assert "2 run(s) · newest" in index, index[:2000]
     assert "opinfo.add" not in index
     support = (site / "support.html").read_text()
     torch_cpu = sorted(r["axes"]["dtype"] for r in opinfo if r["recipe"] == "torch-cpu" and r["status"] == "PASS")
     assert len(torch_cpu) > 1 and "<code>aten::add</code>" in support and "✅ " + ", ".join(torch_cpu) + "<br>" in support
-    # and the history the next run starts from holds both runs
-    kept = sorted(p.name for p in (run.artifacts / "bti-portal-history").iterdir())
+    # and the history it kept holds both runs, apart from the one the next scheduled run starts from
+    assert not (run.artifacts / "bti-portal-history").exists()
+    kept = sorted(p.name for p in (run.artifacts / "bti-portal-history-trial").iterdir())
     assert len(kept) == 2 and kept[0] == "20261126T031700Z-lastnight.jsonl.gz", kept
