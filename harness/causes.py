@@ -27,6 +27,11 @@ _FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')  # a frame as faulthand
 _FATAL = (  # (pattern, what it is), in order of preference: the runtime's own words first
     re.compile(r"assert(?:ion)? failed|Check failed|Assertion .* failed"),
     re.compile(r"terminate called|what\(\):"),
+    # glibc's own aborts: its heap checks ("malloc(): unaligned tcache chunk detected", "double free or corruption
+    # (out)") and fortify's ("*** stack smashing detected ***: terminated")
+    re.compile(r"^(?:malloc|free|realloc|calloc|munmap_chunk|malloc_consolidate|_int_malloc|_int_free)\(\): |"
+               r"^double free or corruption|^corrupted (?:size vs\. prev_size|double-linked list)|"
+               r"^\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*"),
     # Python's own fatal errors, but not faulthandler's restatement of the signal ("Fatal Python error: Aborted"),
     # which says no more than the signal does
     re.compile(r"Fatal Python error: (?!(?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|Aborted)$)"),
@@ -162,11 +167,24 @@ def fatal_cause(text: str) -> tuple[str, tuple[str, ...]]:
             elif cause.startswith("terminate called") and i + 1 < len(lines) and "what()" in lines[i + 1]:
                 cause = f"{cause} {lines[i + 1]}"
             break
-    # faulthandler: "Current thread 0x… (most recent call first):", then its frames, innermost first
-    start = next((i for i, line in enumerate(lines) if line.startswith(("Current thread", "Stack (most recent"))), -1)
-    frames = []
-    for line in lines[start + 1:] if start >= 0 else []:
-        if not line.startswith("File \""):
-            break
-        frames.append(line)
+    # faulthandler: "Current thread 0x… (most recent call first):", then its frames, innermost first. A native thread
+    # that is not Python's (a runtime's own pool) has no such block: every Python thread is a "Thread 0x…" block, and
+    # the one not idle in the standard library's thread machinery is the one that called into the native code.
+    blocks: list[tuple[str, list[str]]] = []
+    inside = False
+    for line in lines:
+        if line.startswith(("Current thread", "Stack (most recent", "Thread 0x")):
+            blocks.append((line, []))
+            inside = True
+        elif inside and line.startswith("File \""):
+            blocks[-1][1].append(line)
+        else:
+            inside = False
+    current = [f for head, f in blocks if not head.startswith("Thread 0x")]
+    busy = [f for head, f in blocks if head.startswith("Thread 0x") and f and not _IDLE.search(f[0])]
+    frames = current[0] if current else busy[0] if len(busy) == 1 else []
     return cause[:500], tuple(frames[:4])
+
+
+# the frames a Python thread waits in when it has nothing to do (a pool's worker, a queue, a selector)
+_IDLE = re.compile(r'/(?:concurrent/futures/thread|threading|queue|selectors|socket)\.py", line \d+ in ')

@@ -83,6 +83,31 @@ Current thread 0x00007fad (most recent call first):
     assert cause == "" and crash.where == "ethosu/vela/vela.py:137 in process_regor"
     assert crash.signature == "CRASH: SIGFPE @ ethosu/vela/vela.py:process_regor"
     assert Crash("SIGSEGV").where == "" and Crash("SIGSEGV").signature == "CRASH: SIGSEGV"
+    # glibc's heap check aborting in a runtime's own (non-Python) thread: its line is the cause, and the one Python
+    # thread not idle in a pool is where the program was (OpenVINO's compile_model on ALBERT)
+    heap = """INFO:root:Copying constant nodes b__scale_2 and creating b__scale_2_copy_0
+malloc(): unaligned tcache chunk detected
+Fatal Python error: Aborted
+
+Thread 0x00007f62deafe6c0 (most recent call first):
+  File "/p/lib/python3.11/concurrent/futures/thread.py", line 81 in _worker
+  File "/p/lib/python3.11/threading.py", line 982 in run
+
+Thread 0x00007f63bd3feb80 (most recent call first):
+  File "/v/lib/python3.11/site-packages/openvino/_ov_api.py", line 610 in compile_model
+  File "/v/lib/python3.11/site-packages/executorch/backends/openvino/preprocess.py", line 57 in preprocess
+
+Extension modules: numpy.core._multiarray_umath (total: 1)
+"""
+    cause, frames = fatal_cause(heap)
+    crash = Crash("SIGABRT", cause, frames, "/o/logs/worker-2.log")
+    assert cause == "malloc(): unaligned tcache chunk detected" and crash.where == "openvino/_ov_api.py:610 in compile_model"
+    assert crash.signature == "CRASH: malloc(): unaligned tcache chunk detected @ openvino/_ov_api.py:compile_model"
+    assert fatal_cause("double free or corruption (out)\n")[0] == "double free or corruption (out)"
+    assert fatal_cause("*** stack smashing detected ***: terminated\n")[0].startswith("*** stack smashing")
+    # two busy Python threads: which one called into the crash is not known, so no frame is claimed
+    two = heap.replace("concurrent/futures/thread.py", "site-packages/x/a.py")
+    assert fatal_cause(two)[1] == ()
 
 
 def test_a_message_that_carries_its_type_is_not_prefixed_twice_and_bti_paths_are_short() -> None:
