@@ -163,10 +163,14 @@ class Group:
     def _program_key(self) -> tuple[str, ...]:
         """What a backend must not change in the shared exported program: its code and each node's value (shapes
         included: ExecuTorch's lowering once specialized a dynamic batch in place, s77 -> 2, and every later recipe of
-        the group lowered a static program)."""
+        the group lowered a static program), and which parameters, buffers and constants it holds under which inputs
+        (on executorch 1.4.1 a lowering dropped a non-persistent buffer, RoBERTa's token_type_ids, from the shared
+        program: every later recipe's ep.module() failed with its KeyError)."""
         if self.ep is None:
             return ()
-        return (self.ep.graph_module.code, *(str(n.meta.get("val")) for n in self.ep.graph.nodes), _pending_unbacked(self.ep))
+        ep = self.ep
+        return (ep.graph_module.code, *(str(n.meta.get("val")) for n in ep.graph.nodes), _pending_unbacked(ep),
+                " ".join(sorted(ep.state_dict)), " ".join(sorted(ep.constants)), str(ep.graph_signature.input_specs))
 
     def program_changed(self) -> bool:
         """Whether a backend changed the shared exported program since it was made; if so it is dropped, and the

@@ -316,3 +316,23 @@ def test_a_changed_exported_program_is_exported_again() -> None:
     assert not group.weights_written()  # dropping the program is nobody's write into the weights (it once blamed torch-cpu)
     again = group.outcomes(export=True)
     assert not again[0].failed and group.ep is not None and not group.program_changed()
+
+
+def test_a_program_that_lost_a_constant_is_exported_again() -> None:
+    """A lowering that drops a buffer from the shared program (executorch 1.4.1 dropped RoBERTa's non-persistent
+    token_type_ids; every later recipe's ep.module() then raised KeyError) changes the program, though no node did."""
+    import torch
+
+    from harness.cases.case import Axes, Item
+    from harness.stages import Group
+    from harness.suites import load_suites
+
+    case = next(c for c in load_suites(["models"]) if c.id == "model.gru.base")
+    group = Group(Item(case, "portable", Axes("float32", "static")))
+    assert not group.outcomes(export=True)[0].failed and not group.program_changed()
+    group.ep.constants["bti_probe"] = torch.zeros(1)  # a constant the program did not hold
+    assert group.program_changed() and group.ep is None
+    assert not group.outcomes(export=True)[0].failed and not group.program_changed()
+    name = next(iter(group.ep.state_dict))
+    del group.ep.state_dict[name]  # a parameter gone, as a lowering that takes the weights out would leave it
+    assert group.program_changed()
