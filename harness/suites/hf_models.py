@@ -90,6 +90,44 @@ MODELS: tuple[HFModel, ...] = (
 )
 
 
+def _inputs(m: HFModel, b: int, t: int, seed: int) -> tuple[Any, ...]:
+    """Seeded inputs of the model's kind: token ids, images or audio, batch ``b`` (sequence ``t`` for text)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    if m.inputs == "text":
+        return (torch.randint(0, 128, (b, t), generator=g),)
+    if m.inputs == "image":
+        return (torch.randn(b, 3, m.image, m.image, generator=g),)
+    if m.inputs == "audio_features":
+        return (torch.randn(b, 16, 32, generator=g),)
+    return (torch.randn(b, 400, generator=g),)
+
+
+def _estimate_batch_norm(inner: Any, m: HFModel, batches: list[tuple[Any, ...]]) -> None:
+    """Batch norm's untrained statistics (mean 0, variance 1) under random weights made MobileNetV2's logits 1e-25:
+    every backend, and one that returned zeros, passed on it. Estimated on seeded batches, as the zoo's are, the logits
+    are O(1) (ResNet's and SegFormer's too). The model takes keyword inputs, so it is called through an adapter."""
+    import torch
+
+    if not any(isinstance(b, torch.nn.modules.batchnorm._BatchNorm) for b in inner.modules()):
+        return
+    from harness.suites.zoo_builders import estimate_batch_norm
+
+    key = {"text": "input_ids", "image": "pixel_values", "audio_features": "input_features"}.get(m.inputs, "input_values")
+
+    class _Keyword(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: Any) -> Any:
+            return self.inner(**{key: x})
+
+    estimate_batch_norm(_Keyword(), batches)
+    inner.eval()
+
+
 def build_hf(case: Case, axes: Any, seed: int) -> Any:
     import torch
 
@@ -108,33 +146,9 @@ def build_hf(case: Case, axes: Any, seed: int) -> Any:
     inner = getattr(transformers, m.model)(config).eval()
 
     def make(b: int, t: int, salt: int) -> tuple[torch.Tensor, ...]:
-        g = torch.Generator().manual_seed(seed + salt)
-        if m.inputs == "text":
-            return (torch.randint(0, 128, (b, t), generator=g),)
-        if m.inputs == "image":
-            return (torch.randn(b, 3, m.image, m.image, generator=g),)
-        if m.inputs == "audio_features":
-            return (torch.randn(b, 16, 32, generator=g),)
-        return (torch.randn(b, 400, generator=g),)
+        return _inputs(m, b, t, seed + salt)
 
-    # batch norm's untrained statistics (mean 0, variance 1) with random weights made MobileNetV2's logits 1e-25: every
-    # backend, and one that returned zeros, passed on it. Estimated on seeded batches, as the zoo's are, the logits are
-    # O(1) (resnet and segformer too). The model is called with keyword inputs, so through a small adapter.
-    if any(isinstance(b, torch.nn.modules.batchnorm._BatchNorm) for b in inner.modules()):
-        from harness.suites.zoo_builders import estimate_batch_norm
-
-        key = {"text": "input_ids", "image": "pixel_values", "audio_features": "input_features"}.get(m.inputs, "input_values")
-
-        class _Keyword(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, x: torch.Tensor) -> Any:
-                return self.inner(**{key: x})
-
-        estimate_batch_norm(_Keyword(), [make(4, m.seq, 104729 + i) for i in range(2)])
-        inner.eval()
+    _estimate_batch_norm(inner, m, [make(4, m.seq, 104729 + i) for i in range(2)])
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
