@@ -104,34 +104,11 @@ def _inputs(m: HFModel, b: int, t: int, seed: int) -> tuple[Any, ...]:
     return (torch.randn(b, 400, generator=g),)
 
 
-def _estimate_batch_norm(inner: Any, m: HFModel, batches: list[tuple[Any, ...]]) -> None:
-    """Batch norm's untrained statistics (mean 0, variance 1) under random weights made MobileNetV2's logits 1e-25:
-    every backend, and one that returned zeros, passed on it. Estimated on seeded batches, as the zoo's are, the logits
-    are O(1) (ResNet's and SegFormer's too). The model takes keyword inputs, so it is called through an adapter."""
-    import torch
-
-    if not any(isinstance(b, torch.nn.modules.batchnorm._BatchNorm) for b in inner.modules()):
-        return
-    from harness.suites.zoo_builders import estimate_batch_norm
-
-    key = {"text": "input_ids", "image": "pixel_values", "audio_features": "input_features"}.get(m.inputs, "input_values")
-
-    class _Keyword(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, x: Any) -> Any:
-            return self.inner(**{key: x})
-
-    estimate_batch_norm(_Keyword(), batches)
-    inner.eval()
-
-
 def build_hf(case: Case, axes: Any, seed: int) -> Any:
     import torch
 
     from harness.cases.contract import Built
+    from harness.suites.zoo_builders import estimate_batch_norm
 
     try:
         transformers = importlib.import_module("transformers")
@@ -147,8 +124,6 @@ def build_hf(case: Case, axes: Any, seed: int) -> Any:
 
     def make(b: int, t: int, salt: int) -> tuple[torch.Tensor, ...]:
         return _inputs(m, b, t, seed + salt)
-
-    _estimate_batch_norm(inner, m, [make(4, m.seq, 104729 + i) for i in range(2)])
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
@@ -170,14 +145,20 @@ def build_hf(case: Case, axes: Any, seed: int) -> Any:
             out = self.inner(**kwargs)
             return out.logits if getattr(out, "logits", None) is not None else out.last_hidden_state
 
+    # batch norm's untrained statistics (mean 0, variance 1) under random weights made MobileNetV2's logits 1e-25: every
+    # backend, and one that returned zeros, passed on it. Estimated on seeded batches, as the zoo's are, the logits are
+    # O(1) (ResNet's and SegFormer's too); a model without batch norm is left as it is (and in eval mode either way)
+    module = Tiny()
+    estimate_batch_norm(module, [make(4, m.seq, 104729 + i) for i in range(2)])
+    module.eval()
     dynamic = axes.shape == "dynamic" and m.dynamic is not None
     example = make(2, m.seq, 0)
     if not dynamic:
-        return Built(Tiny().eval(), example, example, None, task=m.task)
+        return Built(module, example, example, None, task=m.task)
     dim = 0 if m.dynamic == "B" else 1
     ds = ({dim: torch.export.Dim(str(m.dynamic), min=1 if dim == 0 else 2, max=8 if dim == 0 else 32)},)
     run = make(3, m.seq, 7919) if dim == 0 else make(2, 12, 7919)
-    return Built(Tiny().eval(), example, run, ds, flat_dynamic_shapes=ds, task=m.task)
+    return Built(module, example, run, ds, flat_dynamic_shapes=ds, task=m.task)
 
 
 def hf_cases(suite: str = "hf-models") -> list[Case]:
