@@ -24,6 +24,8 @@ from types import TracebackType
 _SITE = re.compile(r".*?/(?:site|dist)-packages/|.*/(?=harness/)")  # a package's path from its own directory
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 _FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')  # a frame as faulthandler prints it
+# the frames a Python thread waits in when it has nothing to do (a pool's worker, a queue, a selector)
+_IDLE = re.compile(r'/(?:concurrent/futures/thread|threading|queue|selectors|socket)\.py", line \d+ in ')
 _FATAL = (  # (pattern, what it is), in order of preference: the runtime's own words first
     re.compile(r"assert(?:ion)? failed|Check failed|Assertion .* failed"),
     re.compile(r"terminate called|what\(\):"),
@@ -184,7 +186,3 @@ def fatal_cause(text: str) -> tuple[str, tuple[str, ...]]:
     busy = [f for head, f in blocks if head.startswith("Thread 0x") and f and not _IDLE.search(f[0])]
     frames = current[0] if current else busy[0] if len(busy) == 1 else []
     return cause[:500], tuple(frames[:4])
-
-
-# the frames a Python thread waits in when it has nothing to do (a pool's worker, a queue, a selector)
-_IDLE = re.compile(r'/(?:concurrent/futures/thread|threading|queue|selectors|socket)\.py", line \d+ in ')
