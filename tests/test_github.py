@@ -346,6 +346,8 @@ def test_fetch_history_then_portal_keeps_history(fake: FakeGitHub, bti, tmp_path
     first = bti("portal", str(tmp_path / "h2"), str(now), "-o", str(tmp_path / "site2"), "--keep-history", str(tmp_path / "h2"))
     assert first.code == 0 and "1 runs" in first.out, first.err
     assert [p.name for p in (tmp_path / "h2").iterdir()] == ["20261121T031700Z-today.jsonl.gz"]
+    bad = bti("fetch-history", "--repo", fake.repo, "--name", "bti-nothing", "--branch", "main", "-o", str(now / "h3"), env=env)
+    assert bad.code == 2 and bad.err.strip().splitlines() == [f"bti: error: --out-dir {now / 'h3'}: cannot create it: Not a directory"]
 
 
 def test_fetch_history_passes_over_an_unusable_artifact(fake: FakeGitHub, bti, tmp_path: Path) -> None:

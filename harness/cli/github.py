@@ -288,7 +288,10 @@ def fetch_base(name: str, branch: str, out_dir: Path, github_output: Path | None
 def fetch_history(name: str, branch: str, out_dir: Path, repo: str, token_env: str, api_url: str | None) -> None:
     """Download the portal's history (the previous run's `bti portal --keep-history` copies). None yet is not an error:
     OUT_DIR is then left empty, for `bti portal OUT_DIR … --keep-history OUT_DIR` to start the history in."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--out-dir {out_dir}: cannot create it: {exc.strerror or exc}") from None
     files, reason = _publisher(repo, token_env, api_url).history_files(name, branch, out_dir)
     click.echo((f"history: {len(files)} run(s) in {out_dir}" + (f" ({reason})" if reason else "")) if files else f"history: none ({reason})")
 
