@@ -8,6 +8,10 @@ Each record's own failure (an XFAIL's expected status, any other failure's statu
 failure some rule names is XFAIL, a pass that a rule lists is XPASS. SKIP rules, capabilities and FAIL_EXPORT (the
 case's own) are taken as recorded, and a case source's own expectations (the zoo's known failures, OpInfo's) are not
 consulted: for those suites, run again. Prints each unexpected item, then per recipe its statuses and unexpected count.
+
+With ``--any-version``, an unexpected failure that a rule limited to other versions would name is printed with that
+rule's ``versions:`` and reason (``also on …``): the candidates for widening a rule to another release, each to be
+checked against its evidence (``benchmarks/mismatch_evidence.py``) before the rule is widened.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ EXPECTED = {"XFAIL", "PASS", "PASS_UNDELEGATED", "SKIP", "FAIL_EXPORT", "UNAVAIL
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
+    ap.add_argument("--any-version", action="store_true",
+                    help="name the rule, limited to other versions, that an unexpected failure would match")
     ns = ap.parse_args()
 
     from harness.recipes import Recipe, load_recipe
@@ -52,10 +58,24 @@ def main() -> int:
             if now not in EXPECTED:
                 unexpected[r["recipe"]] += 1
                 print(f"unexpected: {now} {r['id']} {detail[:160]}")
+                if ns.any_version and own.is_failure:
+                    for rule in _elsewhere(recipe, r, delegated):
+                        if rule.expects(own, detail):
+                            print(f"  also on {dict(rule.versions)}: {rule.match} ({rule.reason[:120]})")
     for name in sorted({n for n, _ in counts}):
         statuses = ", ".join(f"{n} {s}" for (rn, s), n in sorted(counts.items(), key=lambda kv: -kv[1]) if rn == name)
         print(f"{name}: {unexpected[name]} unexpected ({statuses})")
     return 1 if unexpected else 0
+
+
+def _elsewhere(recipe, r, delegated):  # type: ignore[no-untyped-def]
+    """The recipe's xfail rules for this record as if every rule's ``versions:`` held."""
+    from unittest import mock
+
+    from harness.recipes import Rule
+
+    with mock.patch.object(Rule, "on_installed_versions", lambda self: True):
+        return [rule for rule in recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated) if rule.versions]
 
 
 if __name__ == "__main__":

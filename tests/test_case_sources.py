@@ -246,17 +246,25 @@ def test_clashing_or_broken_sources_are_one_line(tmp_path: Path) -> None:
 def test_every_hf_model_s_reference_says_something() -> None:
     """A case whose reference outputs vanish verifies nothing: MobileNetV2's logits were 1e-25 (batch norm's untrained
     statistics under random weights), so a backend returning zeros passed. Every tiny Hugging Face model's eager
-    output now reaches at least 1e-2 (its batch norm statistics estimated on seeded batches where it has any)."""
+    output now reaches at least 1e-2 (its batch norm statistics estimated on seeded batches where it has any).
+
+    Nor does a case keep at zero a weight that a checkpoint fills: DeiT's class token, left at zero by transformers,
+    entered the encoder empty (static int8 then failed on bti's case, not on the scheme), and Swin's relative position
+    bias at zero verified nothing of its gather. Gemma's norm weights are the one zero left: its RMSNorm scales by
+    1 + weight."""
     import torch
 
     from harness.cases.case import Axes
     from harness.suites import load_suites
     from harness.suites.hf_models import build_hf
 
-    small = {}
+    small, zero = {}, {}
     for case in load_suites(["hf-models"]):
         built = build_hf(case, Axes("float32", "static"), 1234)
         with torch.no_grad():
             out = built.module(*built.example)
         small[case.id] = float(out.abs().max())
+        zero[case.id] = {name.rsplit(".", 1)[-1] for name, p in built.module.named_parameters()
+                         if p.numel() > 1 and not name.endswith("bias") and not p.detach().any()}
     assert len(small) == 23 and min(small.values()) >= 1e-2, sorted(small.items(), key=lambda kv: kv[1])[:3]
+    assert {k: v for k, v in zero.items() if v} == {"model.gemma.tiny": {"weight"}}, zero

@@ -59,7 +59,8 @@ MODELS: tuple[HFModel, ...] = (
              "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "max_position_embeddings": 64}, "text", None,
             extra={"encoder_only": True}),
     HFModel("vit", "ViTConfig", "ViTForImageClassification", {**VISION, "num_labels": 10}, "image", "classifier", dynamic="B"),
-    HFModel("deit", "DeiTConfig", "DeiTForImageClassification", {**VISION, "num_labels": 10}, "image", "classifier", dynamic="B"),
+    HFModel("deit", "DeiTConfig", "DeiTForImageClassification", {**VISION, "num_labels": 10}, "image", "classifier", dynamic="B",
+            extra={"drawn": ("cls_token", "distillation_token", "position_embeddings")}),
     HFModel("convnext", "ConvNextConfig", "ConvNextForImageClassification",
             {"num_channels": 3, "num_stages": 2, "hidden_sizes": [16, 32], "depths": [1, 1], "num_labels": 10}, "image", "classifier", dynamic="B"),
     HFModel("resnet", "ResNetConfig", "ResNetForImageClassification",
@@ -69,7 +70,7 @@ MODELS: tuple[HFModel, ...] = (
             {"num_channels": 3, "image_size": 32, "depth_multiplier": 0.35, "num_labels": 10}, "image", "classifier", dynamic="B"),
     HFModel("swin", "SwinConfig", "SwinForImageClassification",
             {"image_size": 32, "patch_size": 4, "embed_dim": 16, "depths": [1, 1], "num_heads": [2, 2], "window_size": 4,
-             "num_labels": 10}, "image", "classifier", dynamic="B"),
+             "num_labels": 10}, "image", "classifier", dynamic="B", extra={"drawn": ("relative_position_bias_table",)}),
     HFModel("segformer", "SegformerConfig", "SegformerForSemanticSegmentation",
             {"num_channels": 3, "num_encoder_blocks": 2, "depths": [1, 1], "sr_ratios": [2, 1], "hidden_sizes": [16, 32],
              "num_attention_heads": [1, 2], "decoder_hidden_size": 32, "num_labels": 4, "patch_sizes": [7, 3], "strides": [4, 2]},
@@ -121,6 +122,16 @@ def build_hf(case: Case, axes: Any, seed: int) -> Any:
     if hasattr(config, "_attn_implementation"):
         config._attn_implementation = "eager"
     inner = getattr(transformers, m.model)(config).eval()
+    # transformers leaves at zero what a checkpoint fills: DeiT's class and distillation tokens and position embeddings,
+    # Swin's relative position bias. At zero, DeiT's class token enters the encoder empty and the classifier reads the
+    # attention's residue alone (std 2e-3, under one step of static int8's per-tensor scale: SQNR 4 dB at the logits),
+    # and a backend that gathered Swin's bias wrongly would still pass. Drawn here as the models' reference code (timm,
+    # the papers' repositories) initializes them: a truncated normal, std 0.02, from the case's seed
+    drawn = m.extra.get("drawn", ())
+    with torch.no_grad():
+        for name, p in inner.named_parameters():
+            if name.rsplit(".", 1)[-1] in drawn:
+                torch.nn.init.trunc_normal_(p, std=0.02)
 
     def make(b: int, t: int, salt: int) -> tuple[torch.Tensor, ...]:
         return _inputs(m, b, t, seed + salt)
