@@ -105,6 +105,22 @@ def _inputs(m: HFModel, b: int, t: int, seed: int) -> tuple[Any, ...]:
     return (torch.randn(b, 400, generator=g),)
 
 
+def _draw(model: Any, names: tuple[str, ...]) -> None:
+    """Draw the parameters called ``names`` from the global (seeded) generator, as the model's reference code (timm, the
+    papers' repositories) initializes them: a truncated normal, std 0.02.
+
+    transformers leaves at zero what a checkpoint fills: DeiT's class and distillation tokens and position embeddings,
+    Swin's relative position bias. At zero, DeiT's class token enters the encoder empty and the classifier reads the
+    attention's residue alone (std 2e-3, under one step of static int8's per-tensor scale: SQNR 4 dB at the logits), and
+    a backend that gathered Swin's bias wrongly would still pass."""
+    import torch
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.rsplit(".", 1)[-1] in names:
+                torch.nn.init.trunc_normal_(p, std=0.02)
+
+
 def build_hf(case: Case, axes: Any, seed: int) -> Any:
     import torch
 
@@ -122,16 +138,7 @@ def build_hf(case: Case, axes: Any, seed: int) -> Any:
     if hasattr(config, "_attn_implementation"):
         config._attn_implementation = "eager"
     inner = getattr(transformers, m.model)(config).eval()
-    # transformers leaves at zero what a checkpoint fills: DeiT's class and distillation tokens and position embeddings,
-    # Swin's relative position bias. At zero, DeiT's class token enters the encoder empty and the classifier reads the
-    # attention's residue alone (std 2e-3, under one step of static int8's per-tensor scale: SQNR 4 dB at the logits),
-    # and a backend that gathered Swin's bias wrongly would still pass. Drawn here as the models' reference code (timm,
-    # the papers' repositories) initializes them: a truncated normal, std 0.02, from the case's seed
-    drawn = m.extra.get("drawn", ())
-    with torch.no_grad():
-        for name, p in inner.named_parameters():
-            if name.rsplit(".", 1)[-1] in drawn:
-                torch.nn.init.trunc_normal_(p, std=0.02)
+    _draw(inner, m.extra.get("drawn", ()))
 
     def make(b: int, t: int, salt: int) -> tuple[torch.Tensor, ...]:
         return _inputs(m, b, t, seed + salt)
