@@ -16,8 +16,8 @@ import torch.fx  # noqa: E402, F811  (the submodule, after the skip)
 from torch.fx.traceback import NodeSource, NodeSourceAction  # noqa: E402
 
 import harness.speedups as sp  # noqa: E402
+from harness.speedups import decomposition_skip, preservable_order, shared_provenance  # noqa: E402
 from harness.speedups import lazy_recompile as lazy_mod  # noqa: E402
-from harness.speedups import preservable_order, shared_provenance  # noqa: E402
 from harness.speedups import xnnpack_pattern_guard as guard  # noqa: E402
 from harness.speedups.base import Speedup  # noqa: E402
 from tests.speedup_on import OFF, all_off, speedup_on  # noqa: E402
@@ -366,3 +366,58 @@ def test_disable_puts_back_what_enable_replaced() -> None:
         for s in sp.SPEEDUPS:
             if before[s.name] and s.by_enable_all:
                 s.enable()
+
+
+def _lowered(ep: object, skip: bool) -> tuple[bytes, int, int]:
+    """``ep`` lowered to XNNPACK, with speedup 12 on or off: the program's bytes and the calls it skipped and ran."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    def lower() -> bytes:
+        edge = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()])  # type: ignore[arg-type]
+        return bytes(edge.to_executorch().buffer)
+
+    if not skip:
+        return lower(), 0, 0
+    with speedup_on("decomposition-skip") as s:
+        return lower(), s.skipped, s.ran  # type: ignore[attr-defined]
+
+
+def test_decomposition_skip_lowers_to_the_same_programs() -> None:
+    pytest.importorskip("executorch")
+
+    class ConvLinear(torch.nn.Module):
+        def __init__(self, conv: bool) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3) if conv else None
+            self.linear = torch.nn.Linear(16 if conv else 12, 5)
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            if self.conv is None:
+                return torch.relu(self.linear(x))
+            x = torch.relu(self.conv(x)).flatten(2)
+            return torch.nn.functional.glu(self.linear(x).repeat(1, 1, 2), -1)
+
+    torch.manual_seed(0)
+    for conv, shape, skipped in ((False, (1, 3, 12), 2), (True, (1, 3, 6, 6), 1)):
+        ep = torch.export.export(ConvLinear(conv).eval(), (torch.randn(shape),), strict=False)
+        plain, _, _ = _lowered(ep, False)
+        fast, n_skipped, n_ran = _lowered(ep, True)
+        assert fast == plain, conv
+        # linear and relu: both tables miss the graph (XNNPACK preserves linear); conv2d and glu: the first table
+        # decomposes them (XNNPACK preserves neither) and only the last call is skipped
+        assert (n_skipped, n_ran) == (skipped, 3 - skipped), (conv, n_skipped, n_ran)
+    assert decomposition_skip.SPEEDUP.skipped == 0  # disable put torch's and ExecuTorch's functions back
+
+
+def test_decomposition_skip_sees_the_ops_of_control_flow_branches() -> None:
+    class Branches(torch.nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return torch.cond(x.sum() > 0, lambda y: torch.nn.functional.hardswish(y), lambda y: y - 1, (x,))
+
+    gm = torch.export.export(Branches(), (torch.randn(4),), strict=False).graph_module
+    top = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    hardswish = torch.ops.aten.hardswish.default
+    assert hardswish not in top  # only in the true branch's subgraph
+    assert decomposition_skip.uses_any(gm, {hardswish: None})
+    assert not decomposition_skip.uses_any(gm, {torch.ops.aten.hardsigmoid.default: None})

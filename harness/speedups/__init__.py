@@ -22,12 +22,14 @@ again with ``disable``.
 | 9 | ``xnnpack_pattern_guard`` | XNNPACK's SDPA and upsampling patterns on graphs that cannot match them |
 | 10 | ``preservable_order`` | the expensive half of torch's preservable-CIA test first |
 | 11 | ``philox_template`` | two fake placeholder tensors per rng-state reset |
+| 12 | ``decomposition_skip`` | edge decompositions whose table holds no op of the graph (up to two of three per lowering) |
 """
 
 from __future__ import annotations
 
 from harness.speedups import (
     cia_cache,
+    decomposition_skip,
     fast_override,
     gc_policy,
     histogram_search,
@@ -46,7 +48,7 @@ from harness.speedups.xnnpack_pattern_guard import prebuild_xnnpack_patterns
 SPEEDUPS: tuple[Speedup, ...] = (
     cia_cache.SPEEDUP, typing_cache.SPEEDUP, gc_policy.SPEEDUP, fast_override.SPEEDUP, pattern_cache.SPEEDUP,
     histogram_search.SPEEDUP, shared_provenance.SPEEDUP, lazy_recompile.SPEEDUP, xnnpack_pattern_guard.SPEEDUP,
-    preservable_order.SPEEDUP, philox_template.SPEEDUP,
+    preservable_order.SPEEDUP, philox_template.SPEEDUP, decomposition_skip.SPEEDUP,
 )
 
 __all__ = ["ANY_STACK", "SPEEDUPS", "STACK_1_4", "STACK_1_5", "Plan", "Speedup", "configure", "current_plan",
