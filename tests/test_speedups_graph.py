@@ -368,19 +368,28 @@ def test_disable_puts_back_what_enable_replaced() -> None:
                 s.enable()
 
 
-def _lowered(ep: object, skip: bool) -> tuple[bytes, int, int]:
-    """``ep`` lowered to XNNPACK, with speedup 12 on or off: the program's bytes and the calls it skipped and ran."""
+def _lowered(ep: object, skip: bool, partitioner: bool = True) -> tuple[bytes, int, int]:
+    """``ep`` lowered (to XNNPACK, or with no partitioner), with speedup 12 on or off: the program's bytes and the
+    calls it skipped and ran."""
+    import executorch.exir.program._program as program_mod
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
+    from torch.export import ExportedProgram
+
+    torchs, executorchs = ExportedProgram.run_decompositions, program_mod._gen_edge_manager_for_partitioners
 
     def lower() -> bytes:
-        edge = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()])  # type: ignore[arg-type]
+        edge = to_edge_transform_and_lower(copy.deepcopy(ep), partitioner=[XnnpackPartitioner()] if partitioner else None)  # type: ignore[arg-type]
+        assert ExportedProgram.run_decompositions is torchs  # the guard is in place only while the edge program is made
         return bytes(edge.to_executorch().buffer)
 
     if not skip:
         return lower(), 0, 0
     with speedup_on("decomposition-skip") as s:
-        return lower(), s.skipped, s.ran  # type: ignore[attr-defined]
+        assert program_mod._gen_edge_manager_for_partitioners is not executorchs
+        out = lower(), s.skipped, s.ran  # type: ignore[attr-defined]
+    assert (ExportedProgram.run_decompositions, program_mod._gen_edge_manager_for_partitioners) == (torchs, executorchs)
+    return out
 
 
 def test_decomposition_skip_lowers_to_the_same_programs() -> None:
@@ -399,15 +408,17 @@ def test_decomposition_skip_lowers_to_the_same_programs() -> None:
             return torch.nn.functional.glu(self.linear(x).repeat(1, 1, 2), -1)
 
     torch.manual_seed(0)
-    for conv, shape, skipped in ((False, (1, 3, 12), 2), (True, (1, 3, 6, 6), 1)):
+    # (conv, partitioner, calls skipped): XNNPACK: linear and relu miss both tables (XNNPACK preserves linear), and
+    # conv2d and glu are decomposed by the first (XNNPACK preserves neither), so only the last call is skipped; no
+    # partitioner: the default table decomposes linear (one call after the functionalizing one), or nothing is left
+    # to skip
+    for conv, partitioner, skipped, calls in ((False, True, 2, 3), (True, True, 1, 3), (True, False, 0, 2)):
+        shape = (1, 3, 6, 6) if conv else (1, 3, 12)
         ep = torch.export.export(ConvLinear(conv).eval(), (torch.randn(shape),), strict=False)
-        plain, _, _ = _lowered(ep, False)
-        fast, n_skipped, n_ran = _lowered(ep, True)
-        assert fast == plain, conv
-        # linear and relu: both tables miss the graph (XNNPACK preserves linear); conv2d and glu: the first table
-        # decomposes them (XNNPACK preserves neither) and only the last call is skipped
-        assert (n_skipped, n_ran) == (skipped, 3 - skipped), (conv, n_skipped, n_ran)
-    assert decomposition_skip.SPEEDUP.skipped == 0  # disable put torch's and ExecuTorch's functions back
+        plain, _, _ = _lowered(ep, False, partitioner)
+        fast, n_skipped, n_ran = _lowered(ep, True, partitioner)
+        assert fast == plain, (conv, partitioner)
+        assert (n_skipped, n_ran) == (skipped, calls - skipped), (conv, partitioner, n_skipped, n_ran)
 
 
 def test_decomposition_skip_sees_the_ops_of_control_flow_branches() -> None:
@@ -421,3 +432,18 @@ def test_decomposition_skip_sees_the_ops_of_control_flow_branches() -> None:
     assert hardswish not in top  # only in the true branch's subgraph
     assert decomposition_skip.uses_any(gm, {hardswish: None})
     assert not decomposition_skip.uses_any(gm, {torch.ops.aten.hardsigmoid.default: None})
+
+
+def test_decomposition_skip_retraces_a_graph_with_an_in_place_op() -> None:
+    """A graph edited in place after it was functionalized (a partitioner's hook could) is not skipped: the retrace
+    would functionalize it again."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(torch.ops.aten.relu_.default, (graph.call_function(torch.ops.aten.neg.default, (x,)),)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    table = {torch.ops.aten.hardsigmoid.default: None}
+    assert not decomposition_skip.uses_any(gm, table)
+    blocking = decomposition_skip.blocks_skip(gm, table)
+    assert blocking is not None and blocking.target is torch.ops.aten.relu_.default
+    gm.graph.find_nodes(op="call_function", target=torch.ops.aten.relu_.default)[0].target = torch.ops.aten.relu.default
+    assert decomposition_skip.blocks_skip(gm, table) is None

@@ -1,15 +1,24 @@
-"""Speedup 12: the decompositions that have nothing to decompose, skipped while partitioners shape the edge program.
+"""Speedup 12: the edge decompositions that have nothing to decompose, skipped.
 
 ``to_edge_transform_and_lower`` (``_gen_edge_manager_for_partitioners``) calls ``run_decompositions`` three times per
 program for a partitioner such as XNNPACK's: once with an empty table, which functionalizes the graph, then twice
 with tables (the default table less the partitioner's preserved ops, then the default table, after the preserved
-ops were renamed out of its reach). Each call retraces the whole graph (~0.03 s on a tiny one). After the first,
-a call whose table holds no operator of the graph decomposes nothing; ExecuTorch 1.5 itself skips that call on its
-other path (``_can_skip_using_EDGE_DO_NOT_DECOMP``, "safe to skip when none of those targets occur in the graph").
-bti skips it on both paths, only for a program that an earlier ``run_decompositions`` of the same call returned
-(so functional already), and only when no ``call_function`` node, in the graph or a control-flow subgraph, has a
-target in the table (an edge op is compared by the ATen op it wraps, as ExecuTorch's own test does). On the
-upstream suite's XNNPACK programs, 121 of 213 calls are skipped.
+ops were renamed out of its reach); twice without a partitioner (the empty table, then the default one). Each call
+retraces the whole graph (~0.03 s on a tiny one). After the first, a call whose table holds no operator of the
+graph decomposes nothing; ExecuTorch 1.5 itself skips that call on one of its paths
+(``_can_skip_using_EDGE_DO_NOT_DECOMP``: "safe to skip when none of those targets occur in the graph"). bti skips it
+on every path of that function, and only when all of these hold:
+
+- the table is a non-empty dict and nothing else is passed (never the functionalizing call);
+- the program is one that an earlier ``run_decompositions`` of the same call returned (functional inference IR);
+- no ``call_function`` node, in the graph or any graph module under it (control-flow branches and bodies), has a
+  target in the table (an edge op is compared by the ATen op it wraps, as ExecuTorch's own test does), nor a
+  mutable schema: a partitioner's hook that edited the program in place (an in-place op) gets its retrace.
+
+On the upstream suite's XNNPACK programs, 121 of 213 calls are skipped. The guard replaces
+``ExportedProgram.run_decompositions`` only while that function runs, in the calling thread's process; bti's workers
+lower one item at a time. A skipped call also skips the retrace's own checks: none failed where the retrace ran in
+``benchmarks/verify_speedups.py``'s runs.
 
 Installed only when ExecuTorch's program module is already imported (a recipe that lowers imported it).
 """
@@ -27,19 +36,32 @@ from harness.speedups.base import VERIFIED, Speedup
 def uses_any(graph_module: Any, ops: Any) -> bool:
     """Whether a ``call_function`` node of ``graph_module`` or of any graph module under it has a target in ``ops``
     (an edge op by the ATen overload it wraps)."""
+    return _first_blocking(graph_module, ops, mutable=False) is not None
+
+
+def blocks_skip(graph_module: Any, ops: Any) -> Any:
+    """The first node (under ``graph_module``) that a ``run_decompositions`` with table ``ops`` would change: its
+    target is in the table, or its schema is mutable (functionalization would rewrite it); None when there is none."""
+    return _first_blocking(graph_module, ops, mutable=True)
+
+
+def _first_blocking(graph_module: Any, ops: Any, mutable: bool) -> Any:
     import torch
 
     for module in graph_module.modules():
         if not isinstance(module, torch.fx.GraphModule):
             continue
         for node in module.graph.nodes:
-            if node.op == "call_function":
-                target = node.target
-                if not isinstance(target, torch._ops.OpOverload):
-                    target = getattr(target, "_op", target)
-                if target in ops:
-                    return True
-    return False
+            if node.op != "call_function":
+                continue
+            target = node.target
+            if not isinstance(target, torch._ops.OpOverload):
+                target = getattr(target, "_op", target)
+            if target in ops:
+                return node
+            if mutable and isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
+                return node
+    return None
 
 
 class DecompositionSkip(Speedup):
@@ -60,8 +82,8 @@ class DecompositionSkip(Speedup):
         produced: weakref.WeakSet[Any] = weakref.WeakSet()  # programs a call in the current scope returned
 
         def guarded(ep: Any, decomp_table: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if (isinstance(decomp_table, dict) and not args and not kwargs and ep in produced
-                    and not uses_any(ep.graph_module, decomp_table)):
+            if (isinstance(decomp_table, dict) and decomp_table and not args and not kwargs and ep in produced
+                    and blocks_skip(ep.graph_module, decomp_table) is None):
                 self.skipped += 1
                 return ep
             self.ran += 1
