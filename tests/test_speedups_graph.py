@@ -447,3 +447,16 @@ def test_decomposition_skip_retraces_a_graph_with_an_in_place_op() -> None:
     assert blocking is not None and blocking.target is torch.ops.aten.relu_.default
     gm.graph.find_nodes(op="call_function", target=torch.ops.aten.relu_.default)[0].target = torch.ops.aten.relu.default
     assert decomposition_skip.blocks_skip(gm, table) is None
+
+
+def test_decomposition_skip_only_for_the_partitioners_it_was_verified_with() -> None:
+    pytest.importorskip("executorch")
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    class XnnpackLookalike(XnnpackPartitioner):  # a vendor's subclass is not the verified type
+        pass
+
+    assert decomposition_skip.verified_partitioners(None)  # no partitioner: the portable path
+    assert decomposition_skip.verified_partitioners({"forward": []})
+    assert decomposition_skip.verified_partitioners({"forward": [XnnpackPartitioner()]})
+    assert not decomposition_skip.verified_partitioners({"forward": [XnnpackPartitioner(), XnnpackLookalike()]})
