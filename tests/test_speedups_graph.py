@@ -430,8 +430,9 @@ def test_decomposition_skip_sees_the_ops_of_control_flow_branches() -> None:
     top = {n.target for n in gm.graph.nodes if n.op == "call_function"}
     hardswish = torch.ops.aten.hardswish.default
     assert hardswish not in top  # only in the true branch's subgraph
-    assert decomposition_skip.uses_any(gm, {hardswish: None})
-    assert not decomposition_skip.uses_any(gm, {torch.ops.aten.hardsigmoid.default: None})
+    blocking = decomposition_skip.blocks_skip(gm, {hardswish: None})
+    assert blocking is not None and blocking.target is hardswish
+    assert decomposition_skip.blocks_skip(gm, {torch.ops.aten.hardsigmoid.default: None}) is None
 
 
 def test_decomposition_skip_retraces_a_graph_with_an_in_place_op() -> None:
@@ -441,8 +442,7 @@ def test_decomposition_skip_retraces_a_graph_with_an_in_place_op() -> None:
     x = graph.placeholder("x")
     graph.output(graph.call_function(torch.ops.aten.relu_.default, (graph.call_function(torch.ops.aten.neg.default, (x,)),)))
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
-    table = {torch.ops.aten.hardsigmoid.default: None}
-    assert not decomposition_skip.uses_any(gm, table)
+    table = {torch.ops.aten.hardsigmoid.default: None}  # no op of the graph: only relu_'s schema blocks the skip
     blocking = decomposition_skip.blocks_skip(gm, table)
     assert blocking is not None and blocking.target is torch.ops.aten.relu_.default
     gm.graph.find_nodes(op="call_function", target=torch.ops.aten.relu_.default)[0].target = torch.ops.aten.relu.default

@@ -53,19 +53,10 @@ def verified_partitioners(partitioners: Any) -> bool:
                for ps in (partitioners or {}).values() for p in ps)
 
 
-def uses_any(graph_module: Any, ops: Any) -> bool:
-    """Whether a ``call_function`` node of ``graph_module`` or of any graph module under it has a target in ``ops``
-    (an edge op by the ATen overload it wraps)."""
-    return _first_blocking(graph_module, ops, mutable=False) is not None
-
-
 def blocks_skip(graph_module: Any, ops: Any) -> Any:
-    """The first node (under ``graph_module``) that a ``run_decompositions`` with table ``ops`` would change: its
-    target is in the table, or its schema is mutable (functionalization would rewrite it); None when there is none."""
-    return _first_blocking(graph_module, ops, mutable=True)
-
-
-def _first_blocking(graph_module: Any, ops: Any, mutable: bool) -> Any:
+    """The first node (under ``graph_module``, control-flow graph modules included) that a ``run_decompositions`` with
+    table ``ops`` would change: its target is in the table (an edge op by the ATen overload it wraps), or its schema is
+    mutable (functionalization would rewrite it); None when there is none."""
     import torch
 
     for module in graph_module.modules():
@@ -77,9 +68,7 @@ def _first_blocking(graph_module: Any, ops: Any, mutable: bool) -> Any:
             target = node.target
             if not isinstance(target, torch._ops.OpOverload):
                 target = getattr(target, "_op", target)
-            if target in ops:
-                return node
-            if mutable and isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
+            if target in ops or (isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable):
                 return node
     return None
 
