@@ -3,14 +3,15 @@ anything (a triage checks its new xfail rules against the records that motivated
 
     .venv/bin/python benchmarks/rejudge.py out/results.jsonl
 
-Each record's own failure (an XFAIL's expected status, any other failure's status) and detail go through
-``load_recipe(recipe).xfail_rules(group, suite, delegated)`` and ``Rule.expects`` as ``harness.verdict`` applies them: a
-failure some rule names is XFAIL, a pass that a rule lists is XPASS. SKIP rules, capabilities and FAIL_EXPORT (the
-case's own) are taken as recorded, and a case source's own expectations (the zoo's known failures, OpInfo's) are not
-consulted: for those suites, run again. Prints each unexpected item, then per recipe its statuses and unexpected count.
+Each record's own failure (an XFAIL's expected status, any other failure's status) and message go through the rules
+as ``harness.verdict._apply_xfail`` applies them: the recipe's xfail rules that list the item, else the case source's
+own (the zoo's known failures, OpInfo's ``expectedFailure``); a failure some rule names is XFAIL, a pass that a rule
+lists is XPASS. The message is the record's own detail (the ``[xfail: …]``/``[unexpected: …]`` the verdict added taken
+off) and its error message, as the verdict matched them. SKIP rules, capabilities and FAIL_EXPORT (the case's own) are
+taken as recorded. Prints each unexpected item, then per recipe its statuses and unexpected count.
 
-With ``--any-version``, an unexpected failure that a rule limited to other versions would name is printed with that
-rule's ``versions:`` and reason (``also on …``): the candidates for widening a rule to another release, each to be
+With ``--any-version``, an unexpected failure that a recipe rule limited to other versions would name is printed with
+that rule's ``versions:`` and reason (``also on …``): the candidates for widening a rule to another release, each to be
 checked against its evidence (``benchmarks/mismatch_evidence.py``) before the rule is widened.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from typing import Any
 
 EXPECTED = {"XFAIL", "PASS", "PASS_UNDELEGATED", "SKIP", "FAIL_EXPORT", "UNAVAILABLE", "LOWERED"}
 
@@ -34,6 +36,7 @@ def main() -> int:
     from harness.status import Status
 
     recipes: dict[str, Recipe] = {}
+    cases = _Cases()
     counts: Counter[tuple[str, str]] = Counter()
     unexpected: Counter[str] = Counter()
     with open(ns.results, encoding="utf-8") as fh:
@@ -41,31 +44,77 @@ def main() -> int:
             r = json.loads(line)
             if "status" not in r or "recipe" not in r:
                 continue  # the header
-            recipe = recipes.setdefault(r["recipe"], load_recipe(r["recipe"]))
+            if r["recipe"] not in recipes:
+                recipes[r["recipe"]] = load_recipe(r["recipe"])
+            recipe = recipes[r["recipe"]]
             status = Status(r["status"])
             own = Status(r["xfail"]["status"]) if status is Status.XFAIL else Status.PASS if status is Status.XPASS else status
             part = r.get("partition") or {}
             delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
-            rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated)
-            detail = r.get("detail") or ""
+            rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated) or cases.source_rules(r, recipe)
+            message = own_message(r)
             if own.is_pass:
                 now = "XPASS" if rules else own.value
-            elif own.is_failure and own is not Status.FAIL_EXPORT:
-                now = "XFAIL" if any(rule.expects(own, detail) for rule in rules) else own.value
+            elif own.is_failure and own is not Status.FAIL_EXPORT and own is not Status.ERROR:
+                now = "XFAIL" if any(rule.expects(own, message) for rule in rules) else own.value
             else:
                 now = own.value
             counts[(r["recipe"], now)] += 1
             if now not in EXPECTED:
                 unexpected[r["recipe"]] += 1
-                print(f"unexpected: {now} {r['id']} {detail[:160]}")
+                print(f"unexpected: {now} {r['id']} {message[:160]!r}")
                 if ns.any_version and own.is_failure:
                     for rule in _elsewhere(recipe, r, delegated):
-                        if rule.expects(own, detail):
+                        if rule.expects(own, message):
                             print(f"  also on {dict(rule.versions)}: {rule.match} ({rule.reason[:120]})")
     for name in sorted({n for n, _ in counts}):
         statuses = ", ".join(f"{n} {s}" for (rn, s), n in sorted(counts.items(), key=lambda kv: -kv[1]) if rn == name)
         print(f"{name}: {unexpected[name]} unexpected ({statuses})")
     return 1 if unexpected else 0
+
+
+def own_message(r: dict[str, Any]) -> str:
+    """The message the verdict matched the rules against: the detail as the stage wrote it (without the verdict's
+    ``STATUS: … [xfail: reason]`` or ``… [unexpected: …]`` wrapping) and, on a new line, the error's message."""
+    detail = r.get("detail") or ""
+    info = r.get("xfail") or {}
+    if r["status"] == "XFAIL" and info.get("status"):
+        head, tail = f"{info['status']}: ", f" [xfail: {info.get('reason', '')}]"
+        if detail.startswith(head) and detail.endswith(tail):
+            detail = detail[len(head):len(detail) - len(tail)]
+    elif info.get("expects"):
+        tail = f" [unexpected: the xfail rule expects {info['expects']}: {info.get('reason', '')}]"
+        if detail.endswith(tail):
+            detail = detail[:len(detail) - len(tail)]
+    error = r.get("error") or {}
+    return f"{detail}\n{error['message']}" if error.get("message") else detail
+
+
+class _Cases:
+    """The records' cases, each suite discovered once, for the case source's own rules (``verdict._source_xfail``)."""
+
+    def __init__(self) -> None:
+        self.by_suite: dict[str, dict[str, Any]] = {}
+
+    def source_rules(self, r: dict[str, Any], recipe: Any) -> list[Any]:
+        from harness.cases.case import Axes, Item
+        from harness.suites import load_suites
+        from harness.verdict import _source_xfail
+
+        suite = r["suite"]
+        if suite not in self.by_suite:
+            try:
+                self.by_suite[suite] = {c.id: c for c in load_suites([suite], check=False)}
+            except Exception as exc:  # a suite file that moved: its records are judged by the recipe alone
+                print(f"note: suite {suite} not loaded ({exc}); its case rules are not consulted")
+                self.by_suite[suite] = {}
+        group = r["id"].rsplit("@", 1)[0]
+        case_id, axes = group[:group.rindex("[")], group[group.rindex("[") + 1:-1]
+        case = self.by_suite[suite].get(case_id)
+        if case is None:
+            return []
+        dtype, shape = axes.split(",")
+        return _source_xfail(Item(case, r["recipe"], Axes(dtype, shape)), recipe)
 
 
 def _elsewhere(recipe, r, delegated):  # type: ignore[no-untyped-def]

@@ -110,11 +110,11 @@ class Rule:
     def applies(self, key: str, suite: str = "", delegated: bool | None = None) -> bool:
         if self.delegated_only and delegated is False:
             return False
-        if self.versions and not self.on_installed_versions():
-            return False
         if suite and not fnmatch.fnmatchcase(suite, self.suite):
             return False
-        return fnmatch.fnmatchcase(key, self.match) and not any(fnmatch.fnmatchcase(key, u) for u in self.unless)
+        if not fnmatch.fnmatchcase(key, self.match) or any(fnmatch.fnmatchcase(key, u) for u in self.unless):
+            return False
+        return not self.versions or self.on_installed_versions()
 
     def on_installed_versions(self) -> bool:
         """Whether every package named in ``versions:`` is installed at a version its specifier admits."""

@@ -60,6 +60,7 @@ def base_version(text: str) -> Version | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
 def in_spec(version: str, spec: str) -> bool:
     """Whether ``version`` (its release: local labels dropped) satisfies ``spec``; pre-releases count as their release."""
     try:

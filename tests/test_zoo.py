@@ -291,3 +291,32 @@ def test_a_zoo_row_with_batch_norm_is_built_with_estimated_statistics_the_same_e
     with torch.no_grad():
         logits = one.module(*one.example)
     assert logits.shape == (1, 1000) and 0.05 < float(logits.std()) < 20
+
+
+def test_rejudge_holds_a_zoo_record_to_the_zoo_s_own_rules_on_its_unwrapped_message(tmp_path: Path) -> None:
+    """``benchmarks/rejudge.py`` judges as the verdict does: a recipe with no rule for the item falls back to the case
+    source's (the zoo's) rules, matched against the stage's own detail and error message, not the verdict's wrapping."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    fnet = "zoo.huggingface.GoogleFnet[float32,static]@xnnpack"
+    reason = "FNet lowers _fft_c2c"  # the wrapping names the rule's message: only the unwrapped detail is judged
+    records = [
+        {"kind": "header"},
+        {"id": fnet, "recipe": "xnnpack", "suite": "zoo", "status": "FAIL_LOWER",
+         "detail": "lower: SpecViolationError", "error": {"message": "aten._fft_c2c.default is not in the Core ATen opset"}},
+        {"id": fnet, "recipe": "xnnpack", "suite": "zoo", "status": "XFAIL",
+         "detail": f"FAIL_LOWER: lower: RuntimeError: something else [xfail: {reason}]",
+         "xfail": {"status": "FAIL_LOWER", "reason": reason, "expects": "FAIL_LOWER matching /_fft_c2c/"}},
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    # the first is held by the zoo's FNet rule through its error message; the second's own message (the rule's name
+    # for the failure only in the verdict's wrapping) no longer matches it
+    assert out.stdout.splitlines()[-1] == "xnnpack: 1 unexpected (1 XFAIL, 1 FAIL_LOWER)"
+    assert "unexpected: FAIL_LOWER " + fnet + " 'lower: RuntimeError: something else'" in out.stdout
