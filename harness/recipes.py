@@ -44,10 +44,11 @@ the recipe with its includes written out.
 Rules (``skip``, ``xfail``, ``expect``) take ``suite:`` (a glob on the suite name), ``unless:``
 (globs excepted from ``match``) and ``versions:`` (package -> PEP 440 specifier, e.g.
 ``versions: {executorch: "<1.5"}``: the rule holds only where every named package is installed at such a
-version, so one recipe is right on every supported pair). An xfail rule's ``status`` is one status or a list; ``message`` is
-a regular expression searched in the failure's message; ``delegated_only: true`` expects the failure
-only when the delegate took part of the graph. A listed item that fails any other way is a failure,
-reported with the xfail reason beside it.
+version, so one recipe is right on every supported pair), and ``when:`` (a machine fact of ``harness.facts`` -> its
+value or values, e.g. ``when: {openvino-cpu-precision: bf16}``: the rule holds only on such machines). An xfail
+rule's ``status`` is one status or a list; ``message`` is a regular expression searched in the failure's message;
+``delegated_only: true`` expects the failure only when the delegate took part of the graph. A listed item that fails
+any other way is a failure, reported with the xfail reason beside it.
 
 What the tolerances hold outputs to is ``harness.judge``'s (docs/recipes.md, "How outputs are judged"): a float
 output against fp64 within ``atol + rtol*|fp64|`` plus twice eager's own error at each element, and SQNR >= ``sqnr_db``
@@ -106,6 +107,7 @@ class Rule:
     delegated_ops: tuple[str, ...] = ()  # expect
     min_delegated_pct: float | None = None  # expect
     versions: tuple[tuple[str, str], ...] = ()  # (package, PEP 440 specifier): the rule holds only on these installs
+    when: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (fact, its admitted values): only on such machines (harness.facts)
 
     def applies(self, key: str, suite: str = "", delegated: bool | None = None) -> bool:
         if self.delegated_only and delegated is False:
@@ -114,7 +116,7 @@ class Rule:
             return False
         if not fnmatch.fnmatchcase(key, self.match) or any(fnmatch.fnmatchcase(key, u) for u in self.unless):
             return False
-        return not self.versions or self.on_installed_versions()
+        return (not self.versions or self.on_installed_versions()) and (not self.when or self.on_this_machine())
 
     def on_installed_versions(self) -> bool:
         """Whether every package named in ``versions:`` is installed at a version its specifier admits."""
@@ -125,6 +127,12 @@ class Rule:
             if have is None or not in_spec(have, spec):
                 return False
         return True
+
+    def on_this_machine(self) -> bool:
+        """Whether every fact named in ``when:`` has one of its admitted values here (``harness.facts``)."""
+        from harness.facts import fact
+
+        return all(fact(name) in values for name, values in self.when)
 
     def expects(self, status: Status, message: str) -> bool:
         """Whether a failure with this status and message is the one this xfail rule names."""
@@ -518,9 +526,9 @@ def _capabilities(raw: Any, loc: str) -> Capabilities:
 
 
 _RULE_KEYS = {
-    "skip": {"match", "reason", "suite", "unless", "versions"},
-    "xfail": {"match", "reason", "suite", "unless", "status", "message", "delegated_only", "versions"},
-    "expect": {"match", "suite", "unless", "delegated_ops", "min_delegated_pct", "versions"},
+    "skip": {"match", "reason", "suite", "unless", "versions", "when"},
+    "xfail": {"match", "reason", "suite", "unless", "status", "message", "delegated_only", "versions", "when"},
+    "expect": {"match", "suite", "unless", "delegated_ops", "min_delegated_pct", "versions", "when"},
 }
 
 
@@ -568,7 +576,8 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
             if not ops and pct is None:
                 raise RecipeError(f"{here}: an `expect` entry names delegated_ops, min_delegated_pct or both")
         out.append(Rule(str(r["match"]), str(r.get("reason") or ""), str(r.get("suite") or "*"), tuple(map(str, unless)),
-                        bool(r.get("delegated_only", False)), statuses, message, ops, pct, _versions(r.get("versions"), here)))
+                        bool(r.get("delegated_only", False)), statuses, message, ops, pct, _versions(r.get("versions"), here),
+                        _when(r.get("when"), here)))
     return tuple(out)
 
 
@@ -659,6 +668,26 @@ def _versions(raw: Any, loc: str) -> tuple[tuple[str, str], ...]:
         if not text or not str(package).strip():
             raise RecipeError(f"{loc}: versions: {package}: an empty specifier")
         out.append((str(package).strip().lower(), text))
+    return tuple(sorted(out))
+
+
+def _when(raw: Any, loc: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``when: {openvino-cpu-precision: bf16}``: each key a fact of ``harness.facts.FACTS``, each value one admitted
+    value or a list of them."""
+    from harness.facts import FACTS
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise RecipeError(f"{loc}: `when` maps a machine fact to its value, e.g. when: {{openvino-cpu-precision: bf16}}")
+    out = []
+    for name, value in raw.items():
+        if name not in FACTS:
+            raise RecipeError(f"{loc}: when: unknown fact {name!r} (known: {', '.join(sorted(FACTS))})")
+        raw_values = value if isinstance(value, list) else [value]
+        if not raw_values or any(isinstance(v, (dict, list)) or not str(v).strip() for v in raw_values):
+            raise RecipeError(f"{loc}: when: {name}: give a value or a list of values")
+        out.append((str(name), tuple(str(v).strip() for v in raw_values)))
     return tuple(sorted(out))
 
 

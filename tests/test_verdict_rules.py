@@ -75,6 +75,46 @@ def test_xfail_status_list_and_suite_scope(tmp_path: Path) -> None:
     assert decide(item(suite="executorch-upstream-ops"), r, PASSED, "run")["status"] == "PASS"
 
 
+def test_a_rule_limited_to_a_machine_fact_holds_only_where_the_fact_has_that_value(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``when:`` (harness.facts): OpenVINO's bf16 arithmetic is expected where its CPU default is bf16; on a CPU whose
+    default is f32 the same item is judged plainly (its pass is a PASS, not an XPASS)."""
+    import harness.facts
+    from harness.runner.cache import ResultCache
+
+    r = recipe(tmp_path, """xfail:
+  - {match: "op.conv2d.*", status: FAIL_MISMATCH, reason: "bf16 here", when: {openvino-cpu-precision: [bf16, f16]}}
+""")
+    mismatch = Outcome(stages=(StageOutcome(Stage.RUN, 0.1),), comparison=Comparison(False, "max_abs 0.03", (), {}))
+    keys = set()
+    for value, on_mismatch, on_pass in (("bf16", "XFAIL", "XPASS"), ("f16", "XFAIL", "XPASS"), ("f32", "FAIL_MISMATCH", "PASS"),
+                                        (None, "FAIL_MISMATCH", "PASS")):  # None: openvino absent, the fact unknown
+        harness.facts.fact.cache_clear()
+        monkeypatch.setitem(harness.facts.FACTS, "openvino-cpu-precision", lambda v=value: v)
+        assert decide(item(), r, mismatch, "run")["status"] == on_mismatch, value
+        assert decide(item(), r, PASSED, "run")["status"] == on_pass, value
+        keys.add(ResultCache(tmp_path, {}).key("spec", item().id, r, 0))
+    harness.facts.fact.cache_clear()
+    assert len(keys) == 4  # a cached result is reused only on a machine whose facts are the same
+
+
+def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
+    """The fact is asked of OpenVINO itself, and every OpenVINO rule whose reason is bfloat16 arithmetic carries it."""
+    pytest.importorskip("openvino")
+    import openvino as ov
+
+    from harness.facts import fact
+    from harness.recipes import load_recipe
+    from harness.suites.zoo import _expected
+
+    assert fact("openvino-cpu-precision") == ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT").get_type_name()
+    zoo_rules = [rule for recipes, _, rule in _expected() if "openvino" in recipes and rule.statuses == {Status.FAIL_MISMATCH}]
+    assert len(zoo_rules) >= 40 and all(rule.when == (("openvino-cpu-precision", ("bf16",)),) for rule in zoo_rules)
+    for name in ("openvino", "openvino-int8"):
+        tagged = [rule for rule in load_recipe(name).xfail if rule.when]
+        assert len(tagged) >= 4 and all("bfloat16" in rule.reason or "bf16" in rule.reason for rule in tagged)
+
+
 def _rules_file(tmp_path: Path, name: str, text: str) -> Path:
     (tmp_path / "rules").mkdir(exist_ok=True)
     path = tmp_path / "rules" / f"{name}.yaml"
@@ -187,6 +227,9 @@ def test_include_errors_are_one_line_with_file_and_line(tmp_path: Path, text: st
     ("tolerances: {quantized: {cosine: high}}", "tolerances.quantized.cosine"),
     ('expect: [{match: "op.*"}]', "names delegated_ops, min_delegated_pct or both"),
     ("capabilities: {ranks: [four]}", "capabilities.ranks takes whole numbers"),
+    ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: {cpu-colour: red}}]', "unknown fact 'cpu-colour'"),
+    ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: [bf16]}]', "`when` maps a machine fact to its value"),
+    ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: {openvino-cpu-precision: []}}]', "give a value or a list"),
 ])
 def test_recipe_errors_name_file_and_line(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(RecipeError) as err:

@@ -49,8 +49,16 @@ class ResultCache:
         return self._backend_code[name]
 
     def key(self, spec_hash: str, item_id: str, recipe: Recipe, seed: int) -> str:
-        return stable_hash({"spec": spec_hash, "id": item_id, "recipe": recipe.hash, "backend": self.backend_code(recipe),
-                            "versions": self.versions, "seed": seed}, length=32)
+        from harness.facts import fact
+
+        parts = {"spec": spec_hash, "id": item_id, "recipe": recipe.hash, "backend": self.backend_code(recipe),
+                 "versions": self.versions, "seed": seed}
+        # a machine fact the recipe's rules are limited to (``when:``): a cache shared between machines of two kinds
+        # must not carry one's expected failure to the other
+        named = sorted({name for rule in (*recipe.skip, *recipe.xfail, *recipe.expect) for name, _ in rule.when})
+        if named:
+            parts["facts"] = {name: fact(name) for name in named}
+        return stable_hash(parts, length=32)
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
