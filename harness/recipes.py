@@ -253,6 +253,13 @@ class Recipe:
                 return rule.reason
         return None
 
+    def facts(self) -> dict[str, str | None]:
+        """The machine facts its rules are limited to (``when:``), as they are here: what its verdicts assumed."""
+        from harness.facts import fact
+
+        names = sorted({name for rule in (*self.skip, *self.xfail, *self.expect) for name, _ in rule.when})
+        return {name: fact(name) for name in names}
+
     def xfail_rules(self, key: str, suite: str = "", delegated: bool | None = None) -> list[Rule]:
         """Every xfail rule that lists the item, in file order."""
         return [rule for rule in self.xfail if rule.applies(key, suite, delegated)]

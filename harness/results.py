@@ -44,7 +44,8 @@ class Header(TypedDict, total=False):
     upstream: dict[str, Any]  # repo, sha, pr (when dispatched)
     shard: str | None  # "i/n"
     argv: list[str]
-    recipe_info: dict[str, dict[str, Any]]  # recipe -> backend, description, unavailable (reason or None)
+    recipe_info: dict[str, dict[str, Any]]  # recipe -> backend, description, unavailable (reason or None), facts
+    # (the machine facts its rules are limited to, harness.facts, as they were: e.g. openvino-cpu-precision: bf16)
     merged_from: list[dict[str, Any]]  # bti merge: run_id and shard of each input
     control: str | None  # the control recipe triage compares with (--control)
     rerun_failures: int  # --rerun-failures N

@@ -113,6 +113,9 @@ def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
     for name in ("openvino", "openvino-int8"):
         tagged = [rule for rule in load_recipe(name).xfail if rule.when]
         assert len(tagged) >= 4 and all("bfloat16" in rule.reason or "bf16" in rule.reason for rule in tagged)
+        # what the run's header records of the machine, beside the recipe (recipe_info)
+        assert load_recipe(name).facts() == {"openvino-cpu-precision": fact("openvino-cpu-precision")}
+    assert load_recipe("xnnpack").facts() == {}
 
 
 def _rules_file(tmp_path: Path, name: str, text: str) -> Path:

@@ -49,15 +49,13 @@ class ResultCache:
         return self._backend_code[name]
 
     def key(self, spec_hash: str, item_id: str, recipe: Recipe, seed: int) -> str:
-        from harness.facts import fact
-
         parts = {"spec": spec_hash, "id": item_id, "recipe": recipe.hash, "backend": self.backend_code(recipe),
                  "versions": self.versions, "seed": seed}
         # a machine fact the recipe's rules are limited to (``when:``): a cache shared between machines of two kinds
         # must not carry one's expected failure to the other
-        named = sorted({name for rule in (*recipe.skip, *recipe.xfail, *recipe.expect) for name, _ in rule.when})
-        if named:
-            parts["facts"] = {name: fact(name) for name in named}
+        facts = recipe.facts()
+        if facts:
+            parts["facts"] = facts
         return stable_hash(parts, length=32)
 
     def _path(self, key: str) -> Path:
