@@ -8,7 +8,9 @@ as ``harness.verdict._apply_xfail`` applies them: the recipe's xfail rules that 
 own (the zoo's known failures, OpInfo's ``expectedFailure``); a failure some rule names is XFAIL, a pass that a rule
 lists is XPASS. The message is the record's own detail (the ``[xfail: …]``/``[unexpected: …]`` the verdict added taken
 off) and its error message, as the verdict matched them. SKIP rules, capabilities and FAIL_EXPORT (the case's own) are
-taken as recorded. Prints each unexpected item, then per recipe its statuses and unexpected count.
+taken as recorded. A rule limited to a kind of machine (``when:``) is judged by the facts the run's header recorded
+(``recipe_info.<recipe>.facts``), not by this machine's, unless ``--this-machine``. Prints each unexpected item, then
+per recipe its statuses and unexpected count.
 
 With ``--any-version``, an unexpected failure that a recipe rule limited to other versions would name is printed with
 that rule's ``versions:`` and reason (``also on …``): the candidates for widening a rule to another release, each to be
@@ -30,6 +32,8 @@ def main() -> int:
     ap.add_argument("results")
     ap.add_argument("--any-version", action="store_true",
                     help="name the rule, limited to other versions, that an unexpected failure would match")
+    ap.add_argument("--this-machine", action="store_true",
+                    help="judge `when:` rules by this machine's facts, not by those the run's header recorded")
     ns = ap.parse_args()
 
     from harness.recipes import Recipe, load_recipe
@@ -42,8 +46,12 @@ def main() -> int:
     with open(ns.results, encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
+            if r.get("kind") == "header":
+                if not ns.this_machine:
+                    _use_run_facts(r)
+                continue
             if "status" not in r or "recipe" not in r:
-                continue  # the header
+                continue
             if r["recipe"] not in recipes:
                 recipes[r["recipe"]] = load_recipe(r["recipe"])
             recipe = recipes[r["recipe"]]
@@ -79,15 +87,30 @@ def own_message(r: dict[str, Any]) -> str:
     detail = r.get("detail") or ""
     info = r.get("xfail") or {}
     if r["status"] == "XFAIL" and info.get("status"):
+        # the verdict wrote prefix (a pair's "pair b (...): ") + "STATUS: " + detail + " [xfail: reason]"
         head, tail = f"{info['status']}: ", f" [xfail: {info.get('reason', '')}]"
-        if detail.startswith(head) and detail.endswith(tail):
-            detail = detail[len(head):len(detail) - len(tail)]
+        at = detail.find(head)
+        if at >= 0 and detail.endswith(tail):
+            detail = detail[:at] + detail[at + len(head):len(detail) - len(tail)]
     elif info.get("expects"):
         tail = f" [unexpected: the xfail rule expects {info['expects']}: {info.get('reason', '')}]"
         if detail.endswith(tail):
             detail = detail[:len(detail) - len(tail)]
     error = r.get("error") or {}
     return f"{detail}\n{error['message']}" if error.get("message") else detail
+
+
+def _use_run_facts(header: dict[str, Any]) -> None:
+    """Judge ``when:`` rules by the machine facts the run recorded (a run from a machine of another kind is judged as
+    it was there); a fact the header does not name is asked here."""
+    import harness.facts
+
+    recorded: dict[str, Any] = {}
+    for info in (header.get("recipe_info") or {}).values():
+        recorded.update(info.get("facts") or {})
+    if recorded:
+        here = harness.facts.fact
+        harness.facts.fact = lambda name: recorded[name] if name in recorded else here(name)  # type: ignore[assignment]
 
 
 class _Cases:

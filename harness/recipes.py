@@ -692,9 +692,12 @@ def _when(raw: Any, loc: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
         if name not in FACTS:
             raise RecipeError(f"{loc}: when: unknown fact {name!r} (known: {', '.join(sorted(FACTS))})")
         raw_values = value if isinstance(value, list) else [value]
-        if not raw_values or any(isinstance(v, (dict, list)) or not str(v).strip() for v in raw_values):
-            raise RecipeError(f"{loc}: when: {name}: give a value or a list of values")
-        out.append((str(name), tuple(str(v).strip() for v in raw_values)))
+        if not raw_values or any(not isinstance(v, str) or not v.strip() for v in raw_values):
+            raise RecipeError(f"{loc}: when: {name}: give a value or a list of values (strings)")
+        unknown = [v for v in raw_values if v.strip() not in FACTS[name].values]
+        if unknown:
+            raise RecipeError(f"{loc}: when: {name}: unknown value {unknown[0]!r} (known: {', '.join(FACTS[name].values)})")
+        out.append((str(name), tuple(v.strip() for v in raw_values)))
     return tuple(sorted(out))
 
 

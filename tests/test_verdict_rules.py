@@ -89,12 +89,10 @@ def test_a_rule_limited_to_a_machine_fact_holds_only_where_the_fact_has_that_val
     keys = set()
     for value, on_mismatch, on_pass in (("bf16", "XFAIL", "XPASS"), ("f16", "XFAIL", "XPASS"), ("f32", "FAIL_MISMATCH", "PASS"),
                                         (None, "FAIL_MISMATCH", "PASS")):  # None: openvino absent, the fact unknown
-        harness.facts.fact.cache_clear()
-        monkeypatch.setitem(harness.facts.FACTS, "openvino-cpu-precision", lambda v=value: v)
+        monkeypatch.setattr(harness.facts, "fact", lambda name, v=value: v)
         assert decide(item(), r, mismatch, "run")["status"] == on_mismatch, value
         assert decide(item(), r, PASSED, "run")["status"] == on_pass, value
         keys.add(ResultCache(tmp_path, {}).key("spec", item().id, r, 0))
-    harness.facts.fact.cache_clear()
     assert len(keys) == 4  # a cached result is reused only on a machine whose facts are the same
 
 
@@ -233,6 +231,8 @@ def test_include_errors_are_one_line_with_file_and_line(tmp_path: Path, text: st
     ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: {cpu-colour: red}}]', "unknown fact 'cpu-colour'"),
     ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: [bf16]}]', "`when` maps a machine fact to its value"),
     ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: {openvino-cpu-precision: []}}]', "give a value or a list"),
+    ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: {openvino-cpu-precision: null}}]', "give a value or a list"),
+    ('xfail: [{match: "op.*", status: FAIL_RUN, reason: "r", when: {openvino-cpu-precision: BF16}}]', "unknown value 'BF16'"),
 ])
 def test_recipe_errors_name_file_and_line(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(RecipeError) as err:

@@ -320,3 +320,23 @@ def test_rejudge_holds_a_zoo_record_to_the_zoo_s_own_rules_on_its_unwrapped_mess
     # for the failure only in the verdict's wrapping) no longer matches it
     assert out.stdout.splitlines()[-1] == "xnnpack: 1 unexpected (1 XFAIL, 1 FAIL_LOWER)"
     assert "unexpected: FAIL_LOWER " + fnet + " 'lower: RuntimeError: something else'" in out.stdout
+
+
+@pytest.mark.parametrize("precision, last", [("bf16", "openvino: 0 unexpected (1 XFAIL)"),
+                                             ("f32", "openvino: 1 unexpected (1 FAIL_MISMATCH)")])
+def test_rejudge_holds_a_machine_limited_rule_to_the_facts_the_run_recorded(tmp_path: Path, precision: str, last: str) -> None:
+    """A run from a machine whose OpenVINO computes at bf16 keeps its bf16 xfail wherever it is judged again; the same
+    record from an f32 machine is a failure (``when:``, recipe_info.<recipe>.facts)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    header = {"kind": "header", "recipe_info": {"openvino": {"facts": {"openvino-cpu-precision": precision}}}}
+    rec = {"id": "op.mm.square[float32,static]@openvino", "recipe": "openvino", "suite": "ops", "status": "FAIL_MISMATCH",
+           "detail": "output[0]: max_abs 0.026 against fp64 exceeds", "partition": {"partitioned": True, "delegated_nodes": 1}}
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.stdout.splitlines()[-1] == last, out.stdout + out.stderr
