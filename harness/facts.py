@@ -2,23 +2,31 @@
 ``versions:`` limits one to installs: an expected failure that comes from the hardware holds only where the hardware
 is the kind it was measured on, and a vendor's machine of another kind sees the item judged plainly.
 
-Each fact is asked of the library that decides it, once per process, in a short child process (the parent forks
-workers, and a runtime's thread pool does not survive a fork), and is a short string, or None when it cannot be known
-here (the library is not installed, or the device does not answer). A rule whose fact is None does not hold.
+Each fact is asked of the library that decides it in a short child process (the parent forks workers, and a runtime's
+thread pool does not survive a fork), and is a short string, or None when it cannot be known here (the library is not
+installed, or the device does not answer). A rule whose fact is None does not hold. The answer is kept per process
+and on disk (``$XDG_CACHE_HOME/bti/facts.json``, keyed by the library's version and the CPU's model and flags), so a
+machine asks once, not every ``bti run`` (asking imports the library: most of a second).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
+import platform
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
 class Fact:
     code: str  # Python that prints the fact's value (run in a child process)
     values: tuple[str, ...]  # the values it can take: a rule naming another is a typo, refused when the recipe loads
+    package: str  # the distribution that decides it: its version is part of the on-disk key
 
 
 FACTS: dict[str, Fact] = {
@@ -26,13 +34,50 @@ FACTS: dict[str, Fact] = {
     # AVX512_BF16), else f32. The ExecuTorch OpenVINO backend passes no precision hint, so its programs run at it.
     "openvino-cpu-precision": Fact(
         "import openvino as ov; print(ov.Core().get_property('CPU', 'INFERENCE_PRECISION_HINT').get_type_name())",
-        ("bf16", "f16", "f32")),
+        ("bf16", "f16", "f32"), "openvino"),
 }
 
 
 @functools.cache
 def fact(name: str) -> str | None:
-    """The named fact on this machine (``FACTS``), asked once per process."""
+    """The named fact on this machine (``FACTS``): from the on-disk cache when this machine and the library's version
+    asked before, else asked (and kept)."""
+    from harness.versions import installed_version
+
+    version = installed_version(FACTS[name].package)
+    if version is None:
+        return None
+    key = hashlib.sha256(json.dumps([name, version, _cpu()]).encode()).hexdigest()[:16]
+    path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bti" / "facts.json"
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known, dict) and isinstance(known.get(key), str):
+        return str(known[key])
+    value = _ask(name)
+    if value is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**(known if isinstance(known, dict) else {}), key: value}), encoding="utf-8")
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only home: asked again next time
+    return value
+
+
+def _cpu() -> str:
+    """What identifies this CPU for a fact: its model name and feature flags (Linux), else the platform's words."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return f"{platform.machine()} {platform.processor()}"
+    lines = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in text.splitlines()) if k.strip() in ("model name", "flags")}
+    return f"{platform.machine()} {lines.get('model name', '')} {lines.get('flags', '')}"
+
+
+def _ask(name: str) -> str | None:
     try:
         res = subprocess.run([sys.executable, "-c", FACTS[name].code], capture_output=True, text=True, timeout=120,
                              stdin=subprocess.DEVNULL, check=False)

@@ -96,6 +96,29 @@ def test_a_rule_limited_to_a_machine_fact_holds_only_where_the_fact_has_that_val
     assert len(keys) == 4  # a cached result is reused only on a machine whose facts are the same
 
 
+def test_a_machine_fact_is_asked_once_per_machine_and_library_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking imports the library (most of a second per `bti run`): the answer is kept on disk, keyed by the library's
+    version and the CPU, so the next process reads it, and a new version asks again."""
+    import harness.facts
+    import harness.versions
+
+    asked: list[str] = []
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(harness.facts, "_ask", lambda name: asked.append(name) or "bf16")
+    version = {"openvino": "2025.4.1"}
+    monkeypatch.setattr(harness.versions, "installed_version", lambda package: version.get(package))
+    for expected_asks in (1, 1):  # a second process (the per-process cache cleared) reads the file
+        harness.facts.fact.cache_clear()
+        assert harness.facts.fact("openvino-cpu-precision") == "bf16" and len(asked) == expected_asks
+    version["openvino"] = "2026.0.0"
+    harness.facts.fact.cache_clear()
+    assert harness.facts.fact("openvino-cpu-precision") == "bf16" and len(asked) == 2
+    version.clear()  # not installed: unknown, nothing asked
+    harness.facts.fact.cache_clear()
+    assert harness.facts.fact("openvino-cpu-precision") is None and len(asked) == 2
+    harness.facts.fact.cache_clear()
+
+
 def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
     """The fact is asked of OpenVINO itself, and every OpenVINO rule whose reason is bfloat16 arithmetic carries it."""
     pytest.importorskip("openvino")
