@@ -131,13 +131,11 @@ class _Cases:
             except Exception as exc:  # a suite file that moved: its records are judged by the recipe alone
                 print(f"note: suite {suite} not loaded ({exc}); its case rules are not consulted")
                 self.by_suite[suite] = {}
-        group = r["id"].rsplit("@", 1)[0]
-        case_id, axes = group[:group.rindex("[")], group[group.rindex("[") + 1:-1]
-        case = self.by_suite[suite].get(case_id)
-        if case is None:
+        case = self.by_suite[suite].get(r.get("case"))
+        axes = r.get("axes") or {}
+        if case is None or not axes:
             return []
-        dtype, shape = axes.split(",")
-        return _source_xfail(Item(case, r["recipe"], Axes(dtype, shape)), recipe)
+        return _source_xfail(Item(case, r["recipe"], Axes(axes["dtype"], axes["shape"])), recipe)
 
 
 def _elsewhere(recipe, r, delegated):  # type: ignore[no-untyped-def]

@@ -11,8 +11,8 @@ machine asks once, not every ``bti run`` (asking imports the library: most of a 
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import hashlib
 import json
 import os
 import platform
@@ -42,12 +42,14 @@ FACTS: dict[str, Fact] = {
 def fact(name: str) -> str | None:
     """The named fact on this machine (``FACTS``): from the on-disk cache when this machine and the library's version
     asked before, else asked (and kept)."""
+    from harness.cases.case import stable_hash
+    from harness.results import atomic_write_text
     from harness.versions import installed_version
 
     version = installed_version(FACTS[name].package)
     if version is None:
         return None
-    key = hashlib.sha256(json.dumps([name, version, _cpu()]).encode()).hexdigest()[:16]
+    key = stable_hash([name, version, _cpu()])
     path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bti" / "facts.json"
     try:
         known = json.loads(path.read_text(encoding="utf-8"))
@@ -57,13 +59,8 @@ def fact(name: str) -> str | None:
         return str(known[key])
     value = _ask(name)
     if value is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({**(known if isinstance(known, dict) else {}), key: value}), encoding="utf-8")
-            tmp.replace(path)
-        except OSError:
-            pass  # a read-only home: asked again next time
+        with contextlib.suppress(OSError):  # a read-only home: asked again next time
+            atomic_write_text(path, json.dumps({**(known if isinstance(known, dict) else {}), key: value}))
     return value
 
 

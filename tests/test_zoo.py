@@ -303,11 +303,13 @@ def test_rejudge_holds_a_zoo_record_to_the_zoo_s_own_rules_on_its_unwrapped_mess
 
     fnet = "zoo.huggingface.GoogleFnet[float32,static]@xnnpack"
     reason = "FNet lowers _fft_c2c"  # the wrapping names the rule's message: only the unwrapped detail is judged
+    # as a run records them: the item's case and axes beside its id
+    where = {"recipe": "xnnpack", "suite": "zoo", "case": "zoo.huggingface.GoogleFnet", "axes": {"dtype": "float32", "shape": "static"}}
     records = [
         {"kind": "header"},
-        {"id": fnet, "recipe": "xnnpack", "suite": "zoo", "status": "FAIL_LOWER",
+        {"id": fnet, **where, "status": "FAIL_LOWER",
          "detail": "lower: SpecViolationError", "error": {"message": "aten._fft_c2c.default is not in the Core ATen opset"}},
-        {"id": fnet, "recipe": "xnnpack", "suite": "zoo", "status": "XFAIL",
+        {"id": fnet, **where, "status": "XFAIL",
          "detail": f"FAIL_LOWER: lower: RuntimeError: something else [xfail: {reason}]",
          "xfail": {"status": "FAIL_LOWER", "reason": reason, "expects": "FAIL_LOWER matching /_fft_c2c/"}},
     ]

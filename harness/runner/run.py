@@ -194,7 +194,7 @@ def _header(opts: RunOptions, p: _Plan) -> Header:
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "versions": vers, "recipes": {r.name: r.hash for r in recipes},
         "recipe_info": {r.name: {"backend": r.backend, "description": r.description, "setup": r.setup,
-                               "unavailable": unavailable_reason(r), **({"facts": r.facts()} if r.facts() else {})}
+                               "unavailable": unavailable_reason(r), **({"facts": facts} if (facts := r.facts()) else {})}
                         for r in recipes},
         "suites": list(opts.suites), "upstream": opts.upstream, "shard": opts.shard, "argv": opts.argv,
         "control": p.control, "rerun_failures": opts.rerun_failures, "baseline": p.baseline,
