@@ -9,6 +9,9 @@
   the worker wrote to its log while the item ran: a runtime's failed check (ExecuTorch's ``[op_quantize.cpp:427] …
   assert failed (…)``, a C++ ``terminate called … what(): …``, a C ``Assertion … failed``), and the Python frames
   ``faulthandler`` printed.
+* A native runtime's error code: ExecuTorch returns one (``method->execute() failed with error 0x1``) after it has
+  logged why (``[XNNExecutor.cpp:169] Internal Error: Propagating input shapes failed …``) on the worker's stderr.
+  ``runtime_said`` finds that line in what the stage wrote there, and the detail and the signature carry it.
 * ``signature``: type, message with its numbers and addresses blanked, and the function that raised it. One upstream
   bug met by many ops on many recipes is one signature.
 """
@@ -152,6 +155,26 @@ class Crash:
     @property
     def signature(self) -> str:
         return signature("CRASH", self.cause or self.signal, self.where)
+
+
+# ExecuTorch's ET_LOG lines: "[method.cpp:1528] CALL_DELEGATE execute failed at instruction 0: 0x1"
+_RUNTIME_LINE = re.compile(r"^\[[\w./-]+\.(?:cpp|cc|c|h|hpp|mm?):\d+\] ")
+_RUNTIME_NOISE = re.compile(r"^\[cpuinfo_utils\.cpp:")  # the CPU probe's first-use notes ("Failed to open midr file")
+_RUNTIME_BAD = re.compile(r"error|fail|invalid|illegal|assert|mismatch|unsupported|not (?:supported|found|registered)|"
+                          r"attempt|immutable|cannot|can't|could not|unable|exceed|overflow|out of (?:range|bounds|memory)|"
+                          r"expected|must ", re.IGNORECASE)
+
+
+def runtime_said(text: str) -> str:
+    """The first error a native runtime logged in ``text`` (ExecuTorch's ``[file.cpp:line] message``), "" if none.
+    The innermost cause is logged first ("[tensor_impl.cpp:108] Attempted to change the tensor rank which is
+    immutable"), then each caller's on the way out ("[method.cpp:1243] Error resizing tensor at input 0"); the
+    runtime's notes ("Loading method forward") and the CPU probe's are not errors."""
+    for line in text.splitlines():
+        line = line.strip()
+        if _RUNTIME_LINE.match(line) and not _RUNTIME_NOISE.match(line) and _RUNTIME_BAD.search(line.split("] ", 1)[1]):
+            return line[:500]
+    return ""
 
 
 def fatal_cause(text: str) -> tuple[str, tuple[str, ...]]:

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import stat
 import time
 import traceback
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 
 from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
-from harness.causes import chain, describe, root_cause, root_signature
+from harness.causes import chain, describe, root_cause, root_signature, runtime_said, signature
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.judge import Comparison, QuantizedReference, comparable, compare, device_tolerance, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
@@ -52,10 +53,15 @@ class _OwnFault(Exception):
     """bti's own code failed inside a stage (the judge): the item is ERROR, never the backend's failure."""
 
 
-def error_info(exc: BaseException) -> ErrorInfo:
+def error_info(exc: BaseException, said: str = "") -> ErrorInfo:
     """Type, message and trace tail of the chain's root cause (``harness.causes``: a wrapper names its cause first),
-    and the key that groups the same bug across items."""
-    rtype, msg, _ = describe(exc)
+    and the key that groups the same bug across items. ``said``: the error a native runtime logged while the stage ran
+    (``harness.causes.runtime_said``): it ends the message's first line and keys the signature, since the exception
+    itself says only an error code."""
+    rtype, msg, where = describe(exc)
+    if said:
+        first, _, rest = msg.partition("\n")
+        msg = f"{first}; the runtime logged: {said}" + (f"\n{rest}" if rest else "")
     root = root_cause(exc)
     links = chain(exc)
     head = "the chain, outermost first:\n" + "\n".join(f"  {link}" for link in links) + "\nthe root cause's traceback:\n" \
@@ -64,7 +70,31 @@ def error_info(exc: BaseException) -> ErrorInfo:
     trace = head[:2000] + "".join(frames[-8:])[-(4000 - len(head[:2000])):]
     # a runtime provider's error (raised, or the root of what was raised) decides: CRASH, TIMEOUT, SKIP or ERROR
     status = next((e.status for e in (exc, root) if isinstance(e, ProviderError)), None)
-    return ErrorInfo(rtype, _text(msg[:4000]), _text(trace), status, root_signature(exc))
+    key = signature(rtype, said, where) if said else root_signature(exc)
+    return ErrorInfo(rtype, _text(msg[:4000]), _text(trace), status, key)
+
+
+def _stderr_mark() -> int | None:
+    """Where this process's stderr stands, when it is a regular file (a worker's log): what a stage's native code
+    writes after this offset is read back by ``_stderr_since``. None elsewhere (a terminal, a pipe)."""
+    try:
+        st = os.fstat(2)
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _stderr_since(mark: int | None, limit: int = 256 * 1024) -> str:
+    """What was written to stderr since ``mark`` (the first ``limit`` bytes), read through /proc (Linux): the log is
+    open for appending only."""
+    if mark is None:
+        return ""
+    try:
+        with open("/proc/self/fd/2", "rb") as fh:
+            fh.seek(mark)
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _text(s: str) -> str:
@@ -84,12 +114,14 @@ class StageLog:
 
     def __call__(self, stage: Stage, fn: Callable[[], T], check: Callable[[T], str | None] | None = None) -> T:
         t0 = time.perf_counter()
+        mark = _stderr_mark()
         try:
             value = fn()
         except _OwnFault:
             raise
         except Exception as exc:
-            self.done.append(StageOutcome(stage, round(time.perf_counter() - t0, 6), error=error_info(exc)))
+            said = runtime_said(_stderr_since(mark))
+            self.done.append(StageOutcome(stage, round(time.perf_counter() - t0, 6), error=error_info(exc, said)))
             raise _Stop from exc
         seconds = round(time.perf_counter() - t0, 6)
         fault = check(value) if check is not None else None

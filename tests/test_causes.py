@@ -149,3 +149,23 @@ def test_a_failed_tool_is_named_by_its_program_and_what_it_said_not_its_temporar
     assert a.signature == b.signature
     quiet = subprocess.CalledProcessError(1, "tool --flag")
     assert describe(quiet)[1].startswith("CalledProcessError: tool exited with status 1")
+
+
+def test_a_runtime_error_code_is_explained_by_what_the_runtime_logged_before_it() -> None:
+    """ExecuTorch returns an error code ("method->execute() failed with error 0x1") after logging why: the cause is
+    the first runtime line that says an error, the innermost; the runtime's notes, the CPU probe's and Python's own
+    output are not the runtime's error."""
+    from harness.causes import runtime_said
+
+    log = """[cpuinfo_utils.cpp:109] Failed to open midr file /sys/devices/system/cpu/cpu0/regs/identification/midr_el1
+W1128 00:41:43.539000 6846 torch/_subclasses/fake_tensor.py:3212] an error in Python's words
+[XNNExecutor.cpp:169] Internal Error: Propagating input shapes failed with code: xnn_status_invalid_parameter
+[method.cpp:1528] CALL_DELEGATE execute failed at instruction 0: 0x1
+"""
+    assert runtime_said(log) == ("[XNNExecutor.cpp:169] Internal Error: Propagating input shapes failed with code: "
+                                 "xnn_status_invalid_parameter")
+    resize = ("[program.cpp:40] Loading method forward\n[tensor_impl.cpp:108] Attempted to change the tensor rank which is "
+              "immutable: old=2, new=3\n[method.cpp:1243] Error resizing tensor at input 0\n")
+    assert runtime_said(resize).startswith("[tensor_impl.cpp:108] Attempted to change the tensor rank")
+    assert runtime_said("[program.cpp:40] Loading method forward\n") == ""  # no error: nothing to say
+    assert runtime_said("RuntimeError: failed [x.cpp:1] no\n") == ""  # not a runtime line
