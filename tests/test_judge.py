@@ -246,6 +246,32 @@ def test_a_models_gain_is_measured_along_fp32_so_two_noisy_programs_are_not_off_
     assert problem and "systematic" in problem and figures["offset"] == pytest.approx(0.025, rel=1e-6)
 
 
+def test_a_models_small_logits_are_held_to_the_floor_against_their_own_program() -> None:
+    """Logits of RMS 0.015 (NFNet's, random weights) sit inside the model bound's atol 0.1 whatever they are: a delegate
+    whose output is its program plus noise larger than it (NFNet's delegate: SQNR -5 dB, gain 1.08 within its own
+    sampling error) passed the element and the systematic checks. Held to the recipe's sqnr_db floor against its program, it fails as the backend's;
+    a delegate a few steps of rounding from its program (the zoo's legitimate int8 models, 14 dB and more) passes."""
+    from harness.judge import QuantizedReference, _judge_quantized, _Outputs, compare
+
+    tol = {**QUANTIZED_DEFAULTS, **MODEL_QUANTIZED, "rule": "model", "sqnr_db": 10.0}
+    rng = np.random.default_rng(5)
+    f = (rng.normal(size=1000) * 0.015).astype(np.float32)  # fp32 logits
+    scale = 0.001
+    program = (np.round((f + rng.normal(size=f.size) * 0.0015) / scale) * scale).astype(np.float32)  # 20 dB from fp32
+    noise = (np.round((program + rng.normal(size=f.size) * 0.022) / scale) * scale).astype(np.float32)  # -3.5 dB, gain 1
+    rounding = (program + rng.integers(-3, 4, size=f.size) * scale).astype(np.float32)
+    for delegate, bad in ((noise, True), (rounding, False)):
+        assert float(np.max(np.abs(delegate - program))) < 0.1 + 0.04 * float(np.max(np.abs(program)))  # the bound holds
+        got = _Outputs([delegate])
+        result = _judge_quantized(got, [f], dict(tol), QuantizedReference((program,), (scale,)), compare(got.arrays, [f], {}), [f])
+        assert result.ok is not bad, result.message
+        if bad:
+            assert result.owner == "backend" and "against the quantized program < floor 10 dB (a model)" in result.message
+    no_floor = {k: v for k, v in tol.items() if k != "sqnr_db"}  # a recipe without a floor: nothing to hold it to
+    got = _Outputs([noise])
+    assert _judge_quantized(got, [f], no_floor, QuantizedReference((program,), (scale,)), compare(got.arrays, [f], {}), [f]).ok
+
+
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:
     assert triage(Status.FAIL_MISMATCH, None, False, "quantizer") == "quantizer"
     assert triage(Status.FAIL_MISMATCH, None, False, "backend") == "backend"
