@@ -35,6 +35,17 @@ FACTS: dict[str, Fact] = {
     "openvino-cpu-precision": Fact(
         "import openvino as ov; print(ov.Core().get_property('CPU', 'INFERENCE_PRECISION_HINT').get_type_name())",
         ("bf16", "f16", "f32"), "openvino"),
+    # whether the x86 CPU has VNNI (AVX512_VNNI, AVX_VNNI, AMX_INT8): without it, int8 dot products go through
+    # vpmaddubsw, whose 16-bit intermediate sums saturate (OpenVINO's "saturation (overflow) issue" on SSE, AVX2 and
+    # AVX-512 CPUs before VNNI), so an int8 program's results depend on it. Nothing printed (None) where /proc/cpuinfo
+    # cannot say; "n/a" off x86
+    "cpu-vnni": Fact(
+        "import platform, pathlib\n"
+        "p = pathlib.Path('/proc/cpuinfo')\n"
+        "flags = set(p.read_text(errors='replace').split()) if p.exists() else None\n"
+        "x86 = platform.machine().lower() in ('x86_64', 'amd64', 'i386', 'i686')\n"
+        "print('n/a' if not x86 else '' if flags is None else 'present' if flags & {'avx512_vnni', 'avx_vnni', 'amx_int8'} else 'absent')",
+        ("present", "absent", "n/a"), "openvino"),
 }
 
 

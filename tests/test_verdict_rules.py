@@ -132,10 +132,15 @@ def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
     zoo_rules = [rule for recipes, _, rule in _expected() if "openvino" in recipes and rule.statuses == {Status.FAIL_MISMATCH}]
     assert len(zoo_rules) >= 40 and all(rule.when == (("openvino-cpu-precision", ("bf16",)),) for rule in zoo_rules)
     for name in ("openvino", "openvino-int8"):
-        tagged = [rule for rule in load_recipe(name).xfail if rule.when]
+        tagged = [rule for rule in load_recipe(name).xfail if dict(rule.when).get("openvino-cpu-precision")]
         assert len(tagged) >= 4 and all("bfloat16" in rule.reason or "bf16" in rule.reason for rule in tagged)
+        # the int8 saturation of CPUs without VNNI is the other kind of machine (cpu-vnni)
+        vnni = [rule for rule in load_recipe(name).xfail if dict(rule.when).get("cpu-vnni")]
+        assert all(dict(rule.when) == {"cpu-vnni": ("absent",)} and "VNNI" in rule.reason for rule in vnni)
+        assert len(vnni) == (3 if name == "openvino-int8" else 0)
         # what the run's header records of the machine, beside the recipe (recipe_info)
-        assert load_recipe(name).facts() == {"openvino-cpu-precision": fact("openvino-cpu-precision")}
+        assert load_recipe(name).facts() == {"openvino-cpu-precision": fact("openvino-cpu-precision"),
+                                             **({"cpu-vnni": fact("cpu-vnni")} if vnni else {})}
     assert load_recipe("xnnpack").facts() == {}
 
 
@@ -414,3 +419,31 @@ def test_a_quantizing_recipe_skips_uninitialized_outputs(tmp_path: Path) -> None
 
     tagged = {c.id for c in load_suites(["core-ops"]) if UNINITIALIZED in c.tags}
     assert {c.rsplit(".", 1)[0] for c in tagged} == {"op.empty.memory_format", "op.empty_strided.default"}
+
+
+def test_the_cpu_vnni_fact_reads_the_cpus_flags(tmp_path: Path) -> None:
+    """``cpu-vnni``: present where /proc/cpuinfo lists AVX512_VNNI, AVX_VNNI or AMX_INT8, absent on another x86 CPU (the
+    flags OpenVINO's int8 saturation depends on), unknown (None, no rule holds) where nothing says; run as bti runs it,
+    in a child process, here against this machine's own flags."""
+    import platform
+    import subprocess
+    import sys
+
+    from harness.facts import FACTS, _ask
+
+    code = FACTS["cpu-vnni"].code
+    value = _ask("cpu-vnni")
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        assert value == "n/a"
+        return
+    flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else None
+    want = None if flags is None else "present" if flags & {"avx512_vnni", "avx_vnni", "amx_int8"} else "absent"
+    assert value == want and (value is None or value in FACTS["cpu-vnni"].values)
+    for listed, expected in (("fpu avx2 avx512f", "absent"), ("fpu avx2 avx512_vnni", "present"), ("avx2 amx_int8", "present")):
+        fake = tmp_path / "cpuinfo"
+        fake.write_text(f"processor\t: 0\nflags\t\t: {listed}\n")
+        out = subprocess.run([sys.executable, "-c", code.replace("/proc/cpuinfo", str(fake))], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == expected, listed
+    missing = subprocess.run([sys.executable, "-c", code.replace("/proc/cpuinfo", str(tmp_path / "none"))], capture_output=True,
+                             text=True, check=True)
+    assert missing.stdout.strip() == ""  # nothing said: the fact is None
