@@ -157,24 +157,38 @@ class Crash:
         return signature("CRASH", self.cause or self.signal, self.where)
 
 
-# ExecuTorch's ET_LOG lines: "[method.cpp:1528] CALL_DELEGATE execute failed at instruction 0: 0x1"
-_RUNTIME_LINE = re.compile(r"^\[[\w./-]+\.(?:cpp|cc|c|h|hpp|mm?):\d+\] ")
-_RUNTIME_NOISE = re.compile(r"^\[cpuinfo_utils\.cpp:")  # the CPU probe's first-use notes ("Failed to open midr file")
-_RUNTIME_BAD = re.compile(r"error|fail|invalid|illegal|assert|mismatch|unsupported|not (?:supported|found|registered)|"
-                          r"attempt|immutable|cannot|can't|could not|unable|exceed|overflow|out of (?:range|bounds|memory)|"
-                          r"expected|must ", re.IGNORECASE)
+# ExecuTorch's ET_LOG lines, as the pip runtime writes them ("[method.cpp:1528] CALL_DELEGATE execute failed at
+# instruction 0: 0x1") or with the default log's level and time ("E 00:57:19.400820 executorch:method.cpp:1528] …")
+_RUNTIME_LINE = re.compile(r"^(?:(?P<level>[DIWEF]) [\d:.]+ executorch:|\[)[\w./-]+\.(?:cpp|cc|c|h|hpp|mm?):\d+\] (?P<msg>.*)")
+_RUNTIME_NOISE = re.compile(r"cpuinfo_utils\.cpp:")  # the CPU probe's first-use notes ("Failed to open midr file")
+_RUNTIME_BAD = re.compile(r"error|fail|invalid|illegal|assert|mismatch|unsupported|not (?:supported|found|registered|available|a )|"
+                          r"attempt|immutable|not mutable|does not match|missing|null|cannot|can't|could not|unable|exceed|"
+                          r"overflow|out of (?:range|bounds|memory)|expected|must ", re.IGNORECASE)
+# an exception that says no more than a runtime's error code: what the runtime logged says why
+_ERROR_CODE = re.compile(r"(?:error|failed)\W{0,3}0x:?[0-9a-fA-F]+\b|error code", re.IGNORECASE)
 
 
 def runtime_said(text: str) -> str:
     """The first error a native runtime logged in ``text`` (ExecuTorch's ``[file.cpp:line] message``), "" if none.
     The innermost cause is logged first ("[tensor_impl.cpp:108] Attempted to change the tensor rank which is
     immutable"), then each caller's on the way out ("[method.cpp:1243] Error resizing tensor at input 0"); the
-    runtime's notes ("Loading method forward") and the CPU probe's are not errors."""
+    runtime's notes ("Loading method forward") and the CPU probe's are not errors. A line with a level says it: E and F
+    are errors, D, I and W not."""
     for line in text.splitlines():
         line = line.strip()
-        if _RUNTIME_LINE.match(line) and not _RUNTIME_NOISE.match(line) and _RUNTIME_BAD.search(line.split("] ", 1)[1]):
+        m = _RUNTIME_LINE.match(line)
+        if not m or _RUNTIME_NOISE.search(line):
+            continue
+        level = m.group("level")
+        if level in ("E", "F") or (level is None and _RUNTIME_BAD.search(m.group("msg"))):
             return line[:500]
     return ""
+
+
+def says_only_a_code(message: str) -> bool:
+    """Whether an exception's message is a runtime's error code (``failed with error 0x1``, ``error: 0x:1``), which
+    what the runtime logged explains; any other exception speaks for itself."""
+    return bool(_ERROR_CODE.search(message.splitlines()[0] if message else ""))
 
 
 def fatal_cause(text: str) -> tuple[str, tuple[str, ...]]:

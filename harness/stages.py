@@ -20,6 +20,7 @@ import hashlib
 import os
 import re
 import stat
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from typing import Any, TypeVar
 
 from harness.backends import Backend, get_backend, run_gap
 from harness.cases.case import Item
-from harness.causes import chain, describe, root_cause, root_signature, runtime_said, signature
+from harness.causes import chain, describe, root_cause, root_signature, runtime_said, says_only_a_code, signature
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.judge import Comparison, QuantizedReference, comparable, compare, device_tolerance, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
@@ -59,6 +60,7 @@ def error_info(exc: BaseException, said: str = "") -> ErrorInfo:
     (``harness.causes.runtime_said``): it ends the message's first line and keys the signature, since the exception
     itself says only an error code."""
     rtype, msg, where = describe(exc)
+    said = said if said and says_only_a_code(str(root_cause(exc))) else ""
     if said:
         first, _, rest = msg.partition("\n")
         msg = f"{first}; the runtime logged: {said}" + (f"\n{rest}" if rest else "")
@@ -77,6 +79,9 @@ def error_info(exc: BaseException, said: str = "") -> ErrorInfo:
 def _stderr_mark() -> int | None:
     """Where this process's stderr stands, when it is a regular file (a worker's log): what a stage's native code
     writes after this offset is read back by ``_stderr_since``. None elsewhere (a terminal, a pipe)."""
+    with contextlib.suppress(Exception):  # what an earlier item printed is written before the mark, not after it
+        sys.stdout.flush()
+        sys.stderr.flush()
     try:
         st = os.fstat(2)
     except OSError:
@@ -85,13 +90,14 @@ def _stderr_mark() -> int | None:
 
 
 def _stderr_since(mark: int | None, limit: int = 256 * 1024) -> str:
-    """What was written to stderr since ``mark`` (the first ``limit`` bytes), read through /proc (Linux): the log is
-    open for appending only."""
+    """What was written to stderr since ``mark`` (its last ``limit`` bytes: the runtime's error comes just before the
+    raise), read through /proc (Linux): the log is open for appending only."""
     if mark is None:
         return ""
     try:
         with open("/proc/self/fd/2", "rb") as fh:
-            fh.seek(mark)
+            end = fh.seek(0, os.SEEK_END)
+            fh.seek(max(mark, end - limit))
             return fh.read(limit).decode("utf-8", "replace")
     except OSError:
         return ""

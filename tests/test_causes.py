@@ -4,6 +4,9 @@ is one signature across ops; a dead worker's own output names its crash."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from harness.causes import Crash, chain, describe, fatal_cause, signature
 from harness.stages import error_info
@@ -169,3 +172,49 @@ W1128 00:41:43.539000 6846 torch/_subclasses/fake_tensor.py:3212] an error in Py
     assert runtime_said(resize).startswith("[tensor_impl.cpp:108] Attempted to change the tensor rank")
     assert runtime_said("[program.cpp:40] Loading method forward\n") == ""  # no error: nothing to say
     assert runtime_said("RuntimeError: failed [x.cpp:1] no\n") == ""  # not a runtime line
+    # the default log's format says the level: E and F are errors whatever the words, I and W are not
+    assert runtime_said("I 00:00:01.000001 executorch:program.cpp:40] Missing nothing\n"
+                        "F 00:57:19.400820 executorch:op_quantize.cpp:427] In function quantize_per_channel_out()\n") == \
+        "F 00:57:19.400820 executorch:op_quantize.cpp:427] In function quantize_per_channel_out()"
+    assert runtime_said("[method.cpp:90] Missing operator: [3] aten::foo.out\n").startswith("[method.cpp:90] Missing operator")
+
+
+def test_only_an_exception_that_says_an_error_code_takes_the_runtimes_words(tmp_path: Path) -> None:
+    """A stage's failure reads what the runtime logged on stderr (a worker's log, a regular file) while that stage ran:
+    an error code ("failed with error 0x1") is explained by it, and keyed by it; an exception that says its own cause
+    keeps it, and what was logged before the stage is not the stage's."""
+    import os
+
+    from harness.causes import says_only_a_code
+    from harness.stages import StageLog, _Stop
+    from harness.status import Stage
+
+    assert says_only_a_code("method->execute() failed with error 0x1") and says_only_a_code("Failed to load method forward, error: 0x:1")
+    assert not says_only_a_code("fake mode (<FakeTensorMode object at 0x7faa111bb1d0>) doesn't match")
+    log = tmp_path / "worker.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = os.dup(2)
+    try:
+        os.dup2(fd, 2)
+        os.write(2, b"[method.cpp:1] an earlier item's error: failed\n")
+
+        def runtime(exc: Exception) -> None:
+            os.write(2, b"[program.cpp:40] Loading method forward\n[XNNExecutor.cpp:169] Internal Error: Propagating input "
+                        b"shapes failed with code: xnn_status_invalid_parameter\n")
+            raise exc
+
+        outcomes = []
+        for exc in (RuntimeError("method->execute() failed with error 0x1"), ValueError("a lowering's own words")):
+            log_ = StageLog()
+            with pytest.raises(_Stop):
+                log_(Stage.RUN, lambda e=exc: runtime(e))
+            outcomes.append(log_.done[-1].error)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    coded, own = outcomes
+    assert coded.message.splitlines()[0].endswith("; the runtime logged: [XNNExecutor.cpp:169] Internal Error: Propagating "
+                                                  "input shapes failed with code: xnn_status_invalid_parameter"), coded.message
+    assert "earlier item" not in coded.message and coded.signature.startswith("RuntimeError: [XNNExecutor.cpp:N] Internal Error")
+    assert "runtime logged" not in own.message and own.signature.startswith("ValueError: a lowering's own words")

@@ -267,6 +267,13 @@ def test_a_models_small_logits_are_held_to_the_floor_against_their_own_program()
         assert result.ok is not bad, result.message
         if bad:
             assert result.owner == "backend" and "against the quantized program < floor 10 dB (a model)" in result.message
+    # a head of a few logits, or a program whose output is all zero, has nothing this measure can hold
+    few = _Outputs([noise[:4]])
+    assert _judge_quantized(few, [f[:4]], dict(tol), QuantizedReference((program[:4],), (scale,)), compare(few.arrays, [f[:4]], {}), [f[:4]]).ok
+    zero = np.zeros_like(program)
+    tiny = _Outputs([zero + scale * (rng.random(f.size) < 0.01)])  # a step here and there against a zero program
+    result = _judge_quantized(tiny, [f], dict(tol), QuantizedReference((zero,), (scale,)), compare(tiny.arrays, [f], {}), [f])
+    assert "against the quantized program < floor" not in result.message, result.message
     no_floor = {k: v for k, v in tol.items() if k != "sqnr_db"}  # a recipe without a floor: nothing to hold it to
     got = _Outputs([noise])
     assert _judge_quantized(got, [f], no_floor, QuantizedReference((program,), (scale,)), compare(got.arrays, [f], {}), [f]).ok
