@@ -767,7 +767,7 @@ def _judge_quantized(got: _Outputs, fp32: list[NDArray[Any]], tol: dict[str, Any
             e = eager[i] if eager is not None and i < len(eager) else f
             problem, figures = quantized_check(path, o, r, scale, tol, e if e.shape == o.shape and _is_float(e) else None)
             figures["sqnr_db"] = output_stats(o, r)["sqnr_db"]
-            apart = _apart(path, figures["sqnr_db"], tol, o, r)
+            apart = _apart(path, figures, tol)
             problem = f"{problem}; and {apart.removeprefix(path + ': ')}" if problem and apart else problem or apart
         else:
             problem, figures = _check(path, o, r, {}, {"atol": 0.0, "rtol": 0.0}), {}
@@ -791,20 +791,20 @@ def _judge_quantized(got: _Outputs, fp32: list[NDArray[Any]], tol: dict[str, Any
     return Comparison(True, "", tuple(stats), tolerance, reference="quantized")
 
 
-def _apart(path: str, sqnr_db: float, tol: Mapping[str, Any], out: NDArray[Any], ref: NDArray[Any]) -> str | None:
+def _apart(path: str, figures: Mapping[str, Any], tol: Mapping[str, Any]) -> str | None:
     """A model's output against its own quantized program, relative to its size: the element bound is absolute (atol
     0.1), so logits of RMS 0.02-0.04 pass it even when the delegate's output is noise (NFNet's computed weights on
     XNNPACK static per-tensor: SQNR -3 and -5 dB against the program, cosine 0.15 and 0.50 against fp32, while the
     zoo's legitimate int8 programs are 13.9-65 dB from their delegates: docs/recipes.md). The recipe's ``sqnr_db``
     floor, which the program itself is held to against fp32, holds the delegate against the program too, from
     ``SYSTEMATIC_MIN_N`` finite elements on, where the program is not all zero."""
-    floor = tol.get("sqnr_db")
+    floor, sqnr_db = tol.get("sqnr_db"), figures["sqnr_db"]
     if tol.get("rule") != "model" or floor is None or not sqnr_db < float(floor):
         return None
     # a handful of logits (a classifier head of 2-8) is one rounding step from any SQNR, as for the systematic check;
-    # an all-zero program has no power to measure against (the element bound judges what the delegate adds)
-    keep = np.isfinite(out) & np.isfinite(ref)
-    if int(keep.sum()) < SYSTEMATIC_MIN_N or not np.any(ref[keep]):
+    # an all-zero program has no power to measure against (the element bound judges what the delegate adds). Both
+    # from the figures ``systematic`` already took over the finite elements: their count and the program's RMS
+    if figures.get("n", 0) < SYSTEMATIC_MIN_N or not figures.get("rms"):
         return None
     return (f"{path}: SQNR {sqnr_db:.2f} dB against the quantized program < floor {float(floor):g} dB (a model): the "
             f"delegate's output is not its program's")

@@ -60,11 +60,11 @@ def error_info(exc: BaseException, said: str = "") -> ErrorInfo:
     (``harness.causes.runtime_said``): it ends the message's first line and keys the signature, since the exception
     itself says only an error code."""
     rtype, msg, where = describe(exc)
-    said = said if said and says_only_a_code(str(root_cause(exc))) else ""
+    root = root_cause(exc)
+    said = said if said and says_only_a_code(str(root)) else ""
     if said:
         first, _, rest = msg.partition("\n")
         msg = f"{first}; the runtime logged: {said}" + (f"\n{rest}" if rest else "")
-    root = root_cause(exc)
     links = chain(exc)
     head = "the chain, outermost first:\n" + "\n".join(f"  {link}" for link in links) + "\nthe root cause's traceback:\n" \
         if len(links) > 1 else ""
