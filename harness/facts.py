@@ -27,6 +27,17 @@ class Fact:
     code: str  # Python that prints the fact's value (run in a child process)
     values: tuple[str, ...]  # the values it can take: a rule naming another is a typo, refused when the recipe loads
     package: str  # the distribution that decides it: its version is part of the on-disk key
+    env: tuple[str, ...] = ()  # environment variables that change the answer: their values are part of the key too
+
+
+def _cpu_flags(*any_of: str) -> str:
+    """Code printing whether the x86 CPU lists any of these /proc/cpuinfo flags: present or absent, "n/a" off x86, and
+    nothing (None) where /proc/cpuinfo cannot say."""
+    return ("import platform, pathlib\n"
+            "p = pathlib.Path('/proc/cpuinfo')\n"
+            "flags = set(p.read_text(errors='replace').split()) if p.exists() else None\n"
+            "x86 = platform.machine().lower() in ('x86_64', 'amd64', 'i386', 'i686')\n"
+            f"print('n/a' if not x86 else '' if flags is None else 'present' if flags & {set(any_of)!r} else 'absent')")
 
 
 FACTS: dict[str, Fact] = {
@@ -37,15 +48,22 @@ FACTS: dict[str, Fact] = {
         ("bf16", "f16", "f32"), "openvino"),
     # whether the x86 CPU has VNNI (AVX512_VNNI, AVX_VNNI, AMX_INT8): without it, int8 dot products go through
     # vpmaddubsw, whose 16-bit intermediate sums saturate (OpenVINO's "saturation (overflow) issue" on SSE, AVX2 and
-    # AVX-512 CPUs before VNNI), so an int8 program's results depend on it. Nothing printed (None) where /proc/cpuinfo
-    # cannot say; "n/a" off x86
-    "cpu-vnni": Fact(
-        "import platform, pathlib\n"
-        "p = pathlib.Path('/proc/cpuinfo')\n"
-        "flags = set(p.read_text(errors='replace').split()) if p.exists() else None\n"
-        "x86 = platform.machine().lower() in ('x86_64', 'amd64', 'i386', 'i686')\n"
-        "print('n/a' if not x86 else '' if flags is None else 'present' if flags & {'avx512_vnni', 'avx_vnni', 'amx_int8'} else 'absent')",
-        ("present", "absent", "n/a"), "openvino"),
+    # AVX-512 CPUs before VNNI), so an int8 program's results depend on it
+    "cpu-vnni": Fact(_cpu_flags("avx512_vnni", "avx_vnni", "amx_int8"), ("present", "absent", "n/a"), "openvino"),
+    # whether the x86 CPU has AVX-512 (avx512f): XNNPACK picks its float microkernels by the CPU's features at run time,
+    # and its AVX-512 and AVX2 kernels of one op differ at the boundaries (log of NaN, +inf and 3e38)
+    "cpu-avx512": Fact(_cpu_flags("avx512f"), ("present", "absent", "n/a"), "executorch"),
+    # the vector kernels ATen dispatches to on this CPU (torch.backends.cpu.get_cpu_capability(), lower case, a space
+    # as "-"): eager PyTorch is the reference, and its AVX-512 and AVX2 kernels differ at the boundaries (float32 GELU
+    # of +inf) and in float16 rounding. ATEN_CPU_CAPABILITY chooses another, so it is part of the key
+    "torch-cpu-capability": Fact(
+        "import torch; print(torch.backends.cpu.get_cpu_capability().lower().replace(' ', '-'))",
+        ("default", "no-avx", "avx2", "avx512", "vsx", "z-vector", "sve128", "sve256"), "torch", ("ATEN_CPU_CAPABILITY",)),
+    # whether ATen runs float16 convolutions through oneDNN (on CPUs with AVX512_FP16 or AMX_FP16: ATen's use_mkldnn),
+    # else through its own im2col kernels: eager's float16 rounding, the noise floor a float16 output is held to, is
+    # the one or the other's
+    "torch-fp16-convolution": Fact("import torch; print('onednn' if torch.ops.mkldnn._is_mkldnn_fp16_supported() else 'aten')",
+                                   ("onednn", "aten"), "torch"),
 }
 
 
@@ -60,7 +78,7 @@ def fact(name: str) -> str | None:
     version = installed_version(FACTS[name].package)
     if version is None:
         return None
-    key = stable_hash([name, version, _cpu()])
+    key = stable_hash([name, version, _cpu(), *(os.environ.get(v, "") for v in FACTS[name].env)])
     path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bti" / "facts.json"
     try:
         known = json.loads(path.read_text(encoding="utf-8"))

@@ -116,6 +116,16 @@ def test_a_machine_fact_is_asked_once_per_machine_and_library_version(tmp_path: 
     version.clear()  # not installed: unknown, nothing asked
     harness.facts.fact.cache_clear()
     assert harness.facts.fact("openvino-cpu-precision") is None and len(asked) == 2
+    # ATEN_CPU_CAPABILITY makes ATen dispatch to other kernels: the torch fact is asked again under another value
+    version["torch"] = "2.14.1"
+    for env, expected_asks in ((None, 3), ("default", 4), ("default", 4), (None, 4)):
+        if env:
+            monkeypatch.setenv("ATEN_CPU_CAPABILITY", env)
+        else:
+            monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+        harness.facts.fact.cache_clear()
+        harness.facts.fact("torch-cpu-capability")
+        assert len(asked) == expected_asks, env
     harness.facts.fact.cache_clear()
 
 
@@ -141,7 +151,10 @@ def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
         # what the run's header records of the machine, beside the recipe (recipe_info)
         assert load_recipe(name).facts() == {"openvino-cpu-precision": fact("openvino-cpu-precision"),
                                              **({"cpu-vnni": fact("cpu-vnni")} if vnni else {})}
-    assert load_recipe("xnnpack").facts() == {}
+    # XNNPACK's rules name its kernels' ISA and eager's (the reference's) kernels; portable's, eager's alone
+    assert load_recipe("xnnpack").facts() == {name: fact(name) for name in ("cpu-avx512", "torch-cpu-capability", "torch-fp16-convolution")}
+    assert load_recipe("portable").facts() == {name: fact(name) for name in ("torch-cpu-capability", "torch-fp16-convolution")}
+    assert load_recipe("torch-cpu").facts() == {}
 
 
 def _rules_file(tmp_path: Path, name: str, text: str) -> Path:
@@ -421,29 +434,51 @@ def test_a_quantizing_recipe_skips_uninitialized_outputs(tmp_path: Path) -> None
     assert {c.rsplit(".", 1)[0] for c in tagged} == {"op.empty.memory_format", "op.empty_strided.default"}
 
 
-def test_the_cpu_vnni_fact_reads_the_cpus_flags(tmp_path: Path) -> None:
-    """``cpu-vnni``: present where /proc/cpuinfo lists AVX512_VNNI, AVX_VNNI or AMX_INT8, absent on another x86 CPU (the
-    flags OpenVINO's int8 saturation depends on), unknown (None, no rule holds) where nothing says; run as bti runs it,
-    in a child process, here against this machine's own flags."""
+@pytest.mark.parametrize(("name", "flags"), [("cpu-vnni", {"avx512_vnni", "avx_vnni", "amx_int8"}), ("cpu-avx512", {"avx512f"})])
+def test_the_cpu_flag_facts_read_the_cpus_flags(tmp_path: Path, name: str, flags: set[str]) -> None:
+    """``cpu-vnni`` (OpenVINO's int8 saturation) and ``cpu-avx512`` (XNNPACK's kernels): present where /proc/cpuinfo lists
+    one of the flags, absent on another x86 CPU, unknown (None, no rule holds) where nothing says; run as bti runs them,
+    in a child process, here against this machine's own flags and then against written ones."""
     import platform
     import subprocess
     import sys
 
     from harness.facts import FACTS, _ask
 
-    code = FACTS["cpu-vnni"].code
-    value = _ask("cpu-vnni")
+    code = FACTS[name].code
+    value = _ask(name)
     if platform.machine().lower() not in ("x86_64", "amd64"):
         assert value == "n/a"
         return
-    flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else None
-    want = None if flags is None else "present" if flags & {"avx512_vnni", "avx_vnni", "amx_int8"} else "absent"
-    assert value == want and (value is None or value in FACTS["cpu-vnni"].values)
-    for listed, expected in (("fpu avx2 avx512f", "absent"), ("fpu avx2 avx512_vnni", "present"), ("avx2 amx_int8", "present")):
-        fake = tmp_path / "cpuinfo"
-        fake.write_text(f"processor\t: 0\nflags\t\t: {listed}\n")
-        out = subprocess.run([sys.executable, "-c", code.replace("/proc/cpuinfo", str(fake))], capture_output=True, text=True, check=True)
-        assert out.stdout.strip() == expected, listed
+    listed_here = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else None
+    want = None if listed_here is None else "present" if listed_here & flags else "absent"
+    assert value == want and (value is None or value in FACTS[name].values)
+    for flag in sorted(flags):
+        for listed, expected in ((f"fpu avx2 {flag}", "present"), (f"fpu avx2 {flag}x sse4_2", "absent")):
+            fake = tmp_path / "cpuinfo"
+            fake.write_text(f"processor\t: 0\nflags\t\t: {listed}\n")
+            out = subprocess.run([sys.executable, "-c", code.replace("/proc/cpuinfo", str(fake))], capture_output=True, text=True,
+                                 check=True)
+            assert out.stdout.strip() == expected, listed
     missing = subprocess.run([sys.executable, "-c", code.replace("/proc/cpuinfo", str(tmp_path / "none"))], capture_output=True,
                              text=True, check=True)
     assert missing.stdout.strip() == ""  # nothing said: the fact is None
+
+
+def test_the_torch_facts_are_what_aten_dispatches_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``torch-cpu-capability`` is ATen's vector ISA (the reference's kernels), following ATEN_CPU_CAPABILITY as ATen
+    does; ``torch-fp16-convolution`` says whether eager's float16 convolution is oneDNN's (ATen's use_mkldnn)."""
+    import torch
+
+    from harness.facts import FACTS, _ask
+
+    here = _ask("torch-cpu-capability")
+    assert here == torch.backends.cpu.get_cpu_capability().lower().replace(" ", "-")
+    assert here in FACTS["torch-cpu-capability"].values
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    assert _ask("torch-cpu-capability") == "default"  # the child process's ATen, as a worker's would be
+    fp16 = _ask("torch-fp16-convolution")
+    assert fp16 == ("onednn" if torch.ops.mkldnn._is_mkldnn_fp16_supported() else "aten")
+    flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else set()
+    if flags and not flags & {"avx512_fp16", "amx_fp16"}:
+        assert fp16 == "aten"  # oneDNN's float16 needs AVX512_FP16 or AMX_FP16 on x86
