@@ -37,7 +37,7 @@ def _cpu_flags(*any_of: str) -> str:
             "p = pathlib.Path('/proc/cpuinfo')\n"
             "flags = set(p.read_text(errors='replace').split()) if p.exists() else None\n"
             "x86 = platform.machine().lower() in ('x86_64', 'amd64', 'i386', 'i686')\n"
-            f"print('n/a' if not x86 else '' if flags is None else 'present' if flags & {set(any_of)!r} else 'absent')")
+            f"print('n/a' if not x86 else '' if flags is None else 'present' if flags & set({tuple(sorted(any_of))!r}) else 'absent')")
 
 
 FACTS: dict[str, Fact] = {
