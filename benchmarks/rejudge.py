@@ -102,15 +102,27 @@ def own_message(r: dict[str, Any]) -> str:
 
 def _use_run_facts(header: dict[str, Any]) -> None:
     """Judge ``when:`` rules by the machine facts the run recorded (a run from a machine of another kind is judged as
-    it was there); a fact the header does not name is asked here."""
+    it was there); a fact the header does not name (a run written before a rule named it) is asked here, and said so
+    on stderr once: a run from a machine of another kind is then judged by this one's."""
+    import sys
+
     import harness.facts
 
     recorded: dict[str, Any] = {}
     for info in (header.get("recipe_info") or {}).values():
         recorded.update(info.get("facts") or {})
-    if recorded:
-        here = harness.facts.fact
-        harness.facts.fact = lambda name: recorded[name] if name in recorded else here(name)  # type: ignore[assignment]
+    here, warned = harness.facts.fact, set()
+
+    def fact(name: str) -> Any:
+        if name in recorded:
+            return recorded[name]
+        if name not in warned:
+            warned.add(name)
+            print(f"rejudge: the run did not record the machine fact {name}: judged by this machine's ({here(name)})",
+                  file=sys.stderr)
+        return here(name)
+
+    harness.facts.fact = fact  # type: ignore[assignment]
 
 
 class _Cases:

@@ -30,13 +30,16 @@ class Fact:
     env: tuple[str, ...] = ()  # environment variables that change the answer: their values are part of the key too
 
 
+X86 = ("x86_64", "amd64", "i386", "i686")  # platform.machine(), lower case, on an x86 CPU
+
+
 def _cpu_flags(*any_of: str) -> str:
     """Code printing whether the x86 CPU lists any of these /proc/cpuinfo flags: present or absent, "n/a" off x86, and
     nothing (None) where /proc/cpuinfo cannot say."""
     return ("import platform, pathlib\n"
             "p = pathlib.Path('/proc/cpuinfo')\n"
             "flags = set(p.read_text(errors='replace').split()) if p.exists() else None\n"
-            "x86 = platform.machine().lower() in ('x86_64', 'amd64', 'i386', 'i686')\n"
+            f"x86 = platform.machine().lower() in {X86!r}\n"
             f"print('n/a' if not x86 else '' if flags is None else 'present' if flags & set({tuple(sorted(any_of))!r}) else 'absent')")
 
 
@@ -53,17 +56,35 @@ FACTS: dict[str, Fact] = {
     # whether the x86 CPU has AVX-512 (avx512f): XNNPACK picks its float microkernels by the CPU's features at run time,
     # and its AVX-512 and AVX2 kernels of one op differ at the boundaries (log of NaN, +inf and 3e38)
     "cpu-avx512": Fact(_cpu_flags("avx512f"), ("present", "absent", "n/a"), "executorch"),
-    # the vector kernels ATen dispatches to on this CPU (torch.backends.cpu.get_cpu_capability(), lower case, a space
-    # as "-"): eager PyTorch is the reference, and its AVX-512 and AVX2 kernels differ at the boundaries (float32 GELU
-    # of +inf) and in float16 rounding. ATEN_CPU_CAPABILITY chooses another, so it is part of the key
-    "torch-cpu-capability": Fact(
-        "import torch; print(torch.backends.cpu.get_cpu_capability().lower().replace(' ', '-'))",
-        ("default", "no-avx", "avx2", "avx512", "vsx", "z-vector", "sve128", "sve256"), "torch", ("ATEN_CPU_CAPABILITY",)),
-    # whether ATen runs float16 convolutions through oneDNN (on CPUs with AVX512_FP16 or AMX_FP16: ATen's use_mkldnn),
-    # else through its own im2col kernels: eager's float16 rounding, the noise floor a float16 output is held to, is
-    # the one or the other's
+    # the instruction set torch's oneDNN runs on here, as oneDNN itself reports it (its verbose mode's "isa:" line, read
+    # around one float32 GELU, which ATen hands to oneDNN): eager PyTorch is the reference, and oneDNN's AVX-512 and AVX2
+    # kernels differ at the boundaries (float32 GELU of +inf: NaN on AVX-512). ONEDNN_MAX_CPU_ISA caps it, so it is part
+    # of the key. Nothing printed (None) where oneDNN does not say
+    "torch-onednn-isa": Fact(
+        "import ctypes, os, tempfile\n"
+        "os.environ['ONEDNN_VERBOSE'] = '1'\n"
+        "import torch\n"
+        "libc = ctypes.CDLL(None)\n"
+        "with tempfile.TemporaryFile() as f:\n"
+        "    saved = os.dup(1)\n"
+        "    libc.fflush(None)\n"
+        "    os.dup2(f.fileno(), 1)\n"
+        "    try:\n"
+        "        torch.nn.functional.gelu(torch.ones(64))\n"
+        "        libc.fflush(None)\n"
+        "    finally:\n"
+        "        os.dup2(saved, 1)\n"
+        "    f.seek(0)\n"
+        "    said = f.read().decode(errors='replace')\n"
+        "isa = next((ln.split('isa:', 1)[1] for ln in said.splitlines() if ',info,cpu,isa:' in ln), '')\n"
+        "print('' if not isa else 'avx512' if 'AVX-512' in isa or 'AVX10' in isa else 'avx2' if 'AVX2' in isa\n"
+        "      else 'avx' if 'AVX' in isa else 'sse41' if 'SSE4.1' in isa else 'aarch64' if 'AArch64' in isa else 'other')",
+        ("avx512", "avx2", "avx", "sse41", "aarch64", "other"), "torch", ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")),
+    # whether ATen sends float16 convolutions to oneDNN (torch.ops.mkldnn._is_mkldnn_fp16_supported(): ideep's float16,
+    # on CPUs with AVX512_FP16 or AVX-NE-CONVERT; ATen's use_mkldnn), else to its own im2col kernels: eager's float16
+    # rounding, the noise floor a float16 output is held to, is the one or the other's. oneDNN's ISA cap moves it
     "torch-fp16-convolution": Fact("import torch; print('onednn' if torch.ops.mkldnn._is_mkldnn_fp16_supported() else 'aten')",
-                                   ("onednn", "aten"), "torch"),
+                                   ("onednn", "aten"), "torch", ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")),
 }
 
 

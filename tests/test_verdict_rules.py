@@ -116,15 +116,15 @@ def test_a_machine_fact_is_asked_once_per_machine_and_library_version(tmp_path: 
     version.clear()  # not installed: unknown, nothing asked
     harness.facts.fact.cache_clear()
     assert harness.facts.fact("openvino-cpu-precision") is None and len(asked) == 2
-    # ATEN_CPU_CAPABILITY makes ATen dispatch to other kernels: the torch fact is asked again under another value
+    # ONEDNN_MAX_CPU_ISA caps oneDNN's kernels: the fact is asked again under another value, and the others keep theirs
     version["torch"] = "2.14.1"
-    for env, expected_asks in ((None, 3), ("default", 4), ("default", 4), (None, 4)):
+    for env, expected_asks in ((None, 3), ("AVX2", 4), ("AVX2", 4), (None, 4)):
         if env:
-            monkeypatch.setenv("ATEN_CPU_CAPABILITY", env)
+            monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", env)
         else:
-            monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+            monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
         harness.facts.fact.cache_clear()
-        harness.facts.fact("torch-cpu-capability")
+        harness.facts.fact("torch-onednn-isa")
         assert len(asked) == expected_asks, env
     harness.facts.fact.cache_clear()
 
@@ -151,9 +151,42 @@ def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
         # what the run's header records of the machine, beside the recipe (recipe_info)
         assert load_recipe(name).facts() == {"openvino-cpu-precision": fact("openvino-cpu-precision"),
                                              **({"cpu-vnni": fact("cpu-vnni")} if vnni else {})}
-    # XNNPACK's rules name its kernels' ISA and eager's (the reference's) kernels; portable's, eager's alone
-    assert load_recipe("xnnpack").facts() == {name: fact(name) for name in ("cpu-avx512", "torch-cpu-capability", "torch-fp16-convolution")}
-    assert load_recipe("portable").facts() == {name: fact(name) for name in ("torch-cpu-capability", "torch-fp16-convolution")}
+
+
+def test_the_machine_rules_hold_on_the_machines_they_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules a machine of another kind showed to hold on one kind only: each holds exactly where its fact says so
+    (here with the facts given, not this machine's), and a recipe's header records the facts its rules name."""
+    import harness.facts
+    from harness.recipes import load_recipe
+
+    machine: dict[str, str | None] = {}
+    monkeypatch.setattr(harness.facts, "fact", lambda name: machine.get(name))
+
+    def listed(recipe: str, key: str, **facts: str | None) -> list[str]:
+        machine.clear()
+        machine.update({k.replace("_", "-"): v for k, v in facts.items()})
+        return [rule.reason for rule in load_recipe(recipe).xfail_rules(key, "core-ops", True)]
+
+    log = "op.log.default.nan_inf[float32,static]"
+    for recipe in ("xnnpack", "xnnpack-int8-static-per-tensor", "xnnpack-int8-dynamic-per-channel"):
+        assert [("AVX-512" in r, "88.78" in r) for r in listed(recipe, log, cpu_avx512="present")] == [(True, False)]
+        assert [("AVX-512" in r, "88.78" in r) for r in listed(recipe, log, cpu_avx512="absent")] == [(True, True)]
+        assert listed(recipe, log, cpu_avx512="n/a") == listed(recipe, log, cpu_avx512=None) == []
+    gelu = "op.gelu.default.nan_inf[float32,static]"
+    for recipe in ("portable", "xnnpack", "xnnpack-int8-static-per-channel", "onnxruntime", "torch-compile", "arm-tosa-fp"):
+        assert len(listed(recipe, gelu, torch_onednn_isa="avx512")) == 1, recipe
+        assert listed(recipe, gelu, torch_onednn_isa="avx2") == listed(recipe, gelu, torch_onednn_isa=None) == [], recipe
+    conv = "op.convolution_backward.default.base[float16,static]"
+    assert len(listed("portable", conv, torch_fp16_convolution="onednn")) == 1
+    assert listed("portable", conv, torch_fp16_convolution="aten") == []
+    for key in ("op.gt.Scalar.nan_inf[float32,static]", "op.convolution.default.nan_inf[float32,static]"):
+        assert len(listed("openvino", key, openvino_cpu_precision="bf16")) == 1, key
+        assert listed("openvino", key, openvino_cpu_precision="f32") == [], key
+    assert len(listed("openvino", "op.logical_not.default.nan_inf[float32,static]", openvino_cpu_precision="f32")) == 1
+    # what the run's header records of the machine, beside the recipe: XNNPACK's kernels' ISA and eager's (the reference's)
+    machine.clear()
+    assert set(load_recipe("xnnpack").facts()) == {"cpu-avx512", "torch-onednn-isa", "torch-fp16-convolution"}
+    assert set(load_recipe("portable").facts()) == {"torch-onednn-isa", "torch-fp16-convolution"}
     assert load_recipe("torch-cpu").facts() == {}
 
 
@@ -443,11 +476,11 @@ def test_the_cpu_flag_facts_read_the_cpus_flags(tmp_path: Path, name: str, flags
     import subprocess
     import sys
 
-    from harness.facts import FACTS, _ask
+    from harness.facts import FACTS, X86, _ask
 
     code = FACTS[name].code
     value = _ask(name)
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    if platform.machine().lower() not in X86:
         assert value == "n/a"
         return
     listed_here = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else None
@@ -465,20 +498,23 @@ def test_the_cpu_flag_facts_read_the_cpus_flags(tmp_path: Path, name: str, flags
     assert missing.stdout.strip() == ""  # nothing said: the fact is None
 
 
-def test_the_torch_facts_are_what_aten_dispatches_to(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``torch-cpu-capability`` is ATen's vector ISA (the reference's kernels), following ATEN_CPU_CAPABILITY as ATen
-    does; ``torch-fp16-convolution`` says whether eager's float16 convolution is oneDNN's (ATen's use_mkldnn)."""
+def test_the_torch_facts_are_what_decides_the_references_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``torch-onednn-isa`` is what torch's oneDNN says it runs on (its verbose "isa:" line), capped by
+    ONEDNN_MAX_CPU_ISA as oneDNN is; ``torch-fp16-convolution`` says whether ATen sends float16 convolutions to oneDNN."""
     import torch
 
     from harness.facts import FACTS, _ask
 
-    here = _ask("torch-cpu-capability")
-    assert here == torch.backends.cpu.get_cpu_capability().lower().replace(" ", "-")
-    assert here in FACTS["torch-cpu-capability"].values
-    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
-    assert _ask("torch-cpu-capability") == "default"  # the child process's ATen, as a worker's would be
+    here = _ask("torch-onednn-isa")
+    assert here in FACTS["torch-onednn-isa"].values
+    flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else set()
+    if "avx2" in flags:  # an x86 CPU with AVX2: oneDNN runs at least that, AVX-512 only where the CPU has it
+        assert here in (("avx512", "avx2") if "avx512f" in flags else ("avx2",))
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+    if flags & {"sse4_1"}:
+        assert _ask("torch-onednn-isa") == "sse41"  # the child's oneDNN, as a worker's would be
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
     fp16 = _ask("torch-fp16-convolution")
     assert fp16 == ("onednn" if torch.ops.mkldnn._is_mkldnn_fp16_supported() else "aten")
-    flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else set()
-    if flags and not flags & {"avx512_fp16", "amx_fp16"}:
-        assert fp16 == "aten"  # oneDNN's float16 needs AVX512_FP16 or AMX_FP16 on x86
+    if flags and not flags & {"avx512_fp16", "avx_ne_convert"}:
+        assert fp16 == "aten"  # ideep's float16 needs AVX512_FP16 or AVX-NE-CONVERT on x86
