@@ -116,11 +116,11 @@ def _use_run_facts(header: dict[str, Any]) -> None:
     def fact(name: str) -> Any:
         if name in recorded:
             return recorded[name]
+        value = here(name)
         if name not in warned:
             warned.add(name)
-            print(f"rejudge: the run did not record the machine fact {name}: judged by this machine's ({here(name)})",
-                  file=sys.stderr)
-        return here(name)
+            print(f"rejudge: the run did not record the machine fact {name}: judged by this machine's ({value})", file=sys.stderr)
+        return value
 
     harness.facts.fact = fact  # type: ignore[assignment]
 
