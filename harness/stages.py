@@ -173,7 +173,7 @@ class Group:
 
         with contextlib.suppress(_Stop):
             log(Stage.EXPORT, build)
-        self.built_outcome = log.done[0]
+        self.built_outcome = dataclasses.replace(log.done[0], own=True)
         self._exported: StageOutcome | None = None
         self._program_seen: tuple[str, ...] = ()
         self._other: Group | None = None

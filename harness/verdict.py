@@ -65,6 +65,7 @@ class StageOutcome:
     seconds: float
     error: ErrorInfo | None = None
     fault: str | None = None
+    own: bool = False  # the case's own stage: building the module and its eager reference, before any recipe
 
     @property
     def failed(self) -> bool:
@@ -292,14 +293,16 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
-    if not rules:
-        return status, detail, None
     message = f"{detail}\n{error.message}" if error is not None else detail
     if status.is_failure and status is not Status.ERROR:
         for rule in rules:  # any rule that names this failure holds it
             if rule.expects(status, message):
                 info = {"reason": rule.reason, "expects": rule.describe(), "status": status.value}
                 return Status.XFAIL, f"{status.value}: {detail} [xfail: {rule.reason}]", info
+    if any(s.own and s.failed for s in o.stages):  # the module or its eager reference failed: no recipe was reached
+        return status, f"{detail} [the case's own: it fails in eager PyTorch, before any recipe]", None
+    if not rules:
+        return status, detail, None
     rule = rules[0]
     info = {"reason": rule.reason, "expects": rule.describe()}
     if status.is_pass:

@@ -64,6 +64,25 @@ def test_xfail_holds_only_the_named_failure(tmp_path: Path) -> None:
     assert Status(passed["status"]).is_failure
 
 
+def test_the_cases_own_failure_is_not_called_unexpected_by_a_rule_it_never_reached(tmp_path: Path) -> None:
+    """A case that fails in eager (its module or reference, before torch.export) never reached the recipe: a rule
+    naming a later stage is not contradicted, and the detail says whose failure it is. A rule that names this very
+    failure (OpInfo's expectedFailure on the device) still holds it."""
+    r = recipe(tmp_path, XFAIL)
+    own = Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1, error=ErrorInfo("NotImplementedError", "no Half kernel"),
+                                       own=True),))
+    rec = decide(item(), r, own, "run")
+    assert rec["status"] == "FAIL_EXPORT" and "xfail" not in rec
+    assert "unexpected" not in rec["detail"] and "the case's own" in rec["detail"]
+    # torch.export's own failure is not the case's: the rule's word stays
+    exported = decide(item(), r, Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1, error=ErrorInfo("E", "guard")),)), "run")
+    assert exported["status"] == "FAIL_EXPORT" and "[unexpected: the xfail rule expects FAIL_LOWER" in exported["detail"]
+    held = recipe(tmp_path, """xfail:
+  - {match: "op.conv2d.*", status: FAIL_EXPORT, message: "no Half", reason: "eager has no kernel"}
+""", name="h")
+    assert decide(item(recipe_name="h"), held, own, "run")["status"] == "XFAIL"
+
+
 def test_xfail_status_list_and_suite_scope(tmp_path: Path) -> None:
     r = recipe(tmp_path, """xfail:
   - {match: "op.conv2d.*", suite: ops, status: [FAIL_LOWER, FAIL_MISMATCH], reason: "two ways"}
