@@ -192,7 +192,8 @@ def test_the_machine_rules_hold_on_the_machines_they_name(monkeypatch: pytest.Mo
         assert [("AVX-512" in r, "88.78" in r) for r in listed(recipe, log, cpu_avx512="absent")] == [(True, True)]
         assert listed(recipe, log, cpu_avx512="n/a") == listed(recipe, log, cpu_avx512=None) == []
     gelu = "op.gelu.default.nan_inf[float32,static]"
-    for recipe in ("portable", "xnnpack", "xnnpack-int8-static-per-channel", "onnxruntime", "torch-compile", "arm-tosa-fp"):
+    for recipe in ("portable", "xnnpack", "xnnpack-int8-static-per-channel", "onnxruntime", "torch-compile", "arm-tosa-fp",
+                   "arm-vgf-fp", "vulkan"):
         assert len(listed(recipe, gelu, torch_onednn_isa="avx512")) == 1, recipe
         assert listed(recipe, gelu, torch_onednn_isa="avx2") == listed(recipe, gelu, torch_onednn_isa=None) == [], recipe
     conv = "op.convolution_backward.default.base[float16,static]"
