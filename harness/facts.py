@@ -5,8 +5,8 @@ is the kind it was measured on, and a vendor's machine of another kind sees the 
 Each fact is asked of the library that decides it in a short child process (the parent forks workers, and a runtime's
 thread pool does not survive a fork), and is a short string, or None when it cannot be known here (the library is not
 installed, or the device does not answer). A rule whose fact is None does not hold. The answer is kept per process
-and on disk (``$XDG_CACHE_HOME/bti/facts.json``, keyed by the library's version and the CPU's model and flags), so a
-machine asks once, not every ``bti run`` (asking imports the library: most of a second).
+and on disk (``$XDG_CACHE_HOME/bti/facts.json``, keyed by the fact's code, the library's version and the CPU's model
+and flags), so a machine asks once, not every ``bti run`` (asking imports the library: most of a second).
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def fact(name: str) -> str | None:
     version = installed_version(FACTS[name].package)
     if version is None:
         return None
-    key = stable_hash([name, version, _cpu(), *(os.environ.get(v, "") for v in FACTS[name].env)])
+    # the fact's own code is in the key too: a changed question is asked again, not served its old answer
+    key = stable_hash([name, FACTS[name].code, version, _cpu(), *(os.environ.get(v, "") for v in FACTS[name].env)])
     path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bti" / "facts.json"
     try:
         known = json.loads(path.read_text(encoding="utf-8"))

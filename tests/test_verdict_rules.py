@@ -4,6 +4,7 @@ attempts that disagree, the cache key and recipe validation."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,12 @@ def test_a_machine_fact_is_asked_once_per_machine_and_library_version(tmp_path: 
         harness.facts.fact.cache_clear()
         harness.facts.fact("torch-onednn-isa")
         assert len(asked) == expected_asks, env
+    # a fact whose question changes (a fix to its code) is asked again, not served the old question's answer
+    monkeypatch.setitem(harness.facts.FACTS, "torch-onednn-isa",
+                        dataclasses.replace(harness.facts.FACTS["torch-onednn-isa"], code="print('avx2')"))
+    harness.facts.fact.cache_clear()
+    harness.facts.fact("torch-onednn-isa")
+    assert len(asked) == 5
     harness.facts.fact.cache_clear()
 
 
