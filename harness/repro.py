@@ -1,7 +1,8 @@
 """``bti repro ITEM``: one recorded failure as a standalone Python script that needs torch and executorch alone.
 
 The script holds the module (an operator case as readable source: the op called on its inputs; any other case as its
-exported program, ``torch.export.save``'d), the seeded inputs bti generated (``torch.save``'d, byte for byte), the
+exported program, ``torch.export.save``'d: in the script, or over ``MAX_PROGRAM_BYTES`` in a ``.pt2`` file written beside
+it, which the run's own scripts do not write), the seeded inputs bti generated (``torch.save``'d, byte for byte), the
 recipe's export, quantize, lower, serialize, load and run calls written out as plain ExecuTorch API calls, and the
 comparison that decided the verdict, with the tolerance and quantization scales the record names. It prints the
 versions it runs on beside the ones bti recorded, each stage as it goes, and ends with one line: ``REPRODUCED`` (exit
@@ -106,20 +107,25 @@ def write(results: Path, item_id: str, out: Path | None = None, suites: tuple[st
                   suites)
 
 
-def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tuple[str, ...]) -> Path:
+def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tuple[str, ...],
+           beside: bool = True) -> Path:
+    """Write the script to ``path``; a program too large to carry in it goes to ``path.with_suffix(".pt2")`` beside it
+    when ``beside`` (on request, ``bti repro``), else the item has no script (the run's own scripts)."""
     from harness.results import atomic_write_text
 
-    text = render(rec, header, suites)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        text = render(rec, header, suites, program_file=path.with_suffix(".pt2") if beside else None)
         atomic_write_text(path, text)
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
     return path
 
 
-def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] = ()) -> str:
-    """The script for one failing record."""
+def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] = (),
+           program_file: Path | None = None) -> str:
+    """The script for one failing record. ``program_file``: where an exported program over ``MAX_PROGRAM_BYTES`` is
+    saved for the script to load (else such an item is ``Unsupported``)."""
     from harness.status import Status
 
     status = str(rec.get("status"))
@@ -132,7 +138,7 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
         raise Unsupported(f"{rec.get('id')} is {status}: {what}")
     recipe, case, axes, seed = _item(rec, suites)
     built = _build(case, axes, seed)
-    module_src, exported = _module_source(case, built, seed, axes.dtype)
+    module_src, exported = _module_source(case, built, seed, axes.dtype, program_file)
     return Template(_SCRIPT).substitute(
         header=_header(rec, header, recipe),
         expected=repr(_expected(rec)),
@@ -200,9 +206,10 @@ def _build(case: Any, axes: Any, seed: int) -> Any:
 
 
 # -- the module ------------------------------------------------------------------------------------------------------
-def _module_source(case: Any, built: Any, seed: int, dtype: str) -> tuple[str, bool]:
+def _module_source(case: Any, built: Any, seed: int, dtype: str, program_file: Path | None = None) -> tuple[str, bool]:
     """(the module's code, whether it is an exported program): an operator case's source where every part of its call
-    can be written as Python; else its exported program."""
+    can be written as Python; else its exported program, in the script, or in ``program_file`` beside it when it is
+    too large to carry (a real-size model's weights)."""
     src = _op_source(built.module, seed, dtype)
     if src is not None:
         return src, False
@@ -216,13 +223,30 @@ def _module_source(case: Any, built: Any, seed: int, dtype: str) -> tuple[str, b
         raise Unsupported(f"{case.id}: its module ({type(built.module).__name__}) is written out as its exported program, and "
                           f"torch.export fails on it ({type(exc).__name__}: {first_line(str(exc))[:200]}): reproduce "
                           "with `bti run`") from exc
-    if len(buf.getvalue()) > MAX_PROGRAM_BYTES:
-        raise Unsupported(f"{case.id}: its exported program is {len(buf.getvalue()) / 1e6:.0f} MB with its weights, more "
-                          f"than {MAX_PROGRAM_BYTES // 10**6} MB to carry in a script: reproduce with `bti run`")
     code = "\n".join("#   " + line for line in ep.graph_module.code.strip().splitlines()[:80])
-    return (f"# the module as bti exported it (torch.export.save), with its weights; its graph:\n{code}\n"
-            f"PROGRAM = {_b64(buf.getvalue())}\n\n\n"
-            "def module():\n    return torch.export.load(io.BytesIO(zlib.decompress(base64.b64decode(PROGRAM)))).module()\n"), True
+    size = len(buf.getvalue())
+    if size <= MAX_PROGRAM_BYTES:
+        return (f"# the module as bti exported it (torch.export.save), with its weights; its graph:\n{code}\n"
+                f"PROGRAM = {_b64(buf.getvalue())}\n\n\n"
+                "def module():\n    return torch.export.load(io.BytesIO(zlib.decompress(base64.b64decode(PROGRAM)))).module()\n"), True
+    if program_file is None:
+        raise Unsupported(f"{case.id}: its exported program is {size / 1e6:.0f} MB with its weights, more than "
+                          f"{MAX_PROGRAM_BYTES // 10**6} MB to carry in a script: `bti repro` writes it beside its script")
+    from harness.results import atomic_write_bytes
+
+    atomic_write_bytes(program_file, buf.getvalue())
+    name = program_file.name
+    return (f"# the module as bti exported it (torch.export.save), with its weights: {size / 1e6:.0f} MB, too large to carry\n"
+            f"# here, so it is in {_CONTROL.sub(' ', name)} beside this script (written with it); its graph:\n{code}\n"
+            f"PROGRAM_FILE = {name!r}\n\n\n"
+            "def module():\n"
+            "    import pathlib\n"
+            "    path = pathlib.Path(__file__).resolve().with_name(PROGRAM_FILE)\n"
+            "    if not path.is_file():\n"
+            "        print(f\"{path.name}: not found beside this script: `bti repro` writes the exported program there \"\n"
+            "              \"with the script; copy the two together\", file=sys.stderr)\n"
+            "        sys.exit(2)\n"
+            "    return torch.export.load(path).module()\n"), True
 
 
 def _op_source(module: Any, seed: int, dtype: str) -> str | None:
@@ -804,7 +828,7 @@ def write_failures(results: Path, directory: Path, limit: int, suites: tuple[str
                            "in the run: reproduce with `bti run`")
             continue
         try:
-            run_forked(lambda rec=rec, path=path: str(_write(dict(rec), dict(header), path, suites)))
+            run_forked(lambda rec=rec, path=path: str(_write(dict(rec), dict(header), path, suites, beside=False)))
             written.append(path)
         except ProviderError as exc:
             skipped.append(f"{item_id}: {first_line(str(exc))[:200]}")

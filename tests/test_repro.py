@@ -106,6 +106,30 @@ def test_a_model_case_carries_its_exported_program(run: Path) -> None:
     assert "Dim('" in text and "DYNAMIC_SHAPES = " in text  # the dynamic batch it failed on
 
 
+def test_a_program_too_large_for_its_script_is_written_beside_it(run: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real-size model's program (ALBERT's 0.9 GB) is not carried in the script: `bti repro` saves it beside the
+    script, which loads it from there and reproduces as before; without it, the script says so in one line (exit 2).
+    The run's own scripts do not write such a file (one line, no script). The cap is lowered to the GRU's size here."""
+    import harness.repro as repro
+
+    monkeypatch.setattr(repro, "MAX_PROGRAM_BYTES", 1000)
+    item = f"model.gru.base[float32,dynamic]@{INT8}"
+    script = repro.write(run / "results.jsonl", item, tmp_path / "big.py")
+    text = script.read_text()
+    assert "PROGRAM = (" not in text and "PROGRAM_FILE = 'big.pt2'" in text and (tmp_path / "big.pt2").stat().st_size > 1000
+    proc = _run_warm(script)
+    assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert proc.stdout.strip().splitlines()[-1] == f"REPRODUCED: {CASES[item][1]}"
+    (tmp_path / "big.pt2").rename(tmp_path / "elsewhere.pt2")
+    proc = _run_warm(script)
+    assert proc.returncode == 2 and "big.pt2: not found beside this script" in proc.stderr, (proc.stdout, proc.stderr)
+    found = repro.find_record(run / "results.jsonl", item)
+    with pytest.raises(repro.Unsupported, match="writes it beside its script"):
+        repro._write(found.record, found.header, tmp_path / "auto.py", (), beside=False)
+    assert not (tmp_path / "auto.py").exists() and not (tmp_path / "auto.pt2").exists()
+
+
 def test_an_operator_case_is_readable_source(run: Path) -> None:
     text = _script(run, f"op.mul.rank0_rank4[float32,static]@{INT8}", "mul.py").read_text()
     assert "return torch.ops.aten.mul.Tensor(t[0], t[1])" in text and "PROGRAM" not in text
