@@ -130,6 +130,20 @@ def test_a_program_too_large_for_its_script_is_written_beside_it(run: Path, tmp_
     assert not (tmp_path / "auto.py").exists() and not (tmp_path / "auto.pt2").exists()
 
 
+def test_the_rounding_probe_runs_a_scripts_quantized_program(run: Path) -> None:
+    """benchmarks/rounding.py reads a repro script's own export and quantize (no bti import) and reruns its program
+    with ties rounded the other way: where no element changed, the program must not have moved."""
+    script = _script(run, CRASH, "probe.py")
+    block = "import runpy, sys; sys.modules['harness'] = None; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", block, str(ROOT / "benchmarks" / "rounding.py"), str(script)], cwd=script.parent,
+                          capture_output=True, text=True, timeout=600, env={**SCRIPT_ENV, "HOME": str(script.parent)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    nodes = re.search(r"^(\d+) activation quantize nodes; .* max (\d+[.]\d+)%$", proc.stdout, re.M)
+    moved = re.search(r"^output\[0\]: ties away from zero moves the program (\S+) dB from itself", proc.stdout, re.M)
+    assert nodes and int(nodes[1]) >= 1 and moved, proc.stdout
+    assert float(nodes[2]) > 0 or moved[1] == "inf", proc.stdout
+
+
 def test_an_operator_case_is_readable_source(run: Path) -> None:
     text = _script(run, f"op.mul.rank0_rank4[float32,static]@{INT8}", "mul.py").read_text()
     assert "return torch.ops.aten.mul.Tensor(t[0], t[1])" in text and "PROGRAM" not in text
