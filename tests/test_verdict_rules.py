@@ -173,7 +173,9 @@ def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
         # the int8 saturation of CPUs without VNNI is the other kind of machine (cpu-vnni)
         vnni = [rule for rule in load_recipe(name).xfail if dict(rule.when).get("cpu-vnni")]
         assert all(dict(rule.when) == {"cpu-vnni": ("absent",)} and "VNNI" in rule.reason for rule in vnni)
-        assert len(vnni) == (3 if name == "openvino-int8" else 0)
+        # the int8 recipe's matrix product and convolution, alone and in the models on four suites; none on fp32
+        assert sorted({rule.suite for rule in vnni}) == (["hf-models", "models", "ops", "tv-models"] if name == "openvino-int8" else [])
+        assert {"op.linear.module[[]float32,static]", "op.conv2d.nn_conv[[]float32,static]"} <= {rule.match for rule in vnni} or not vnni
         # what the run's header records of the machine, beside the recipe (recipe_info)
         assert load_recipe(name).facts() == {"openvino-cpu-precision": fact("openvino-cpu-precision"),
                                              **({"cpu-vnni": fact("cpu-vnni")} if vnni else {})}
