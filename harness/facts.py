@@ -91,7 +91,7 @@ FACTS: dict[str, Fact] = {
 @functools.cache
 def fact(name: str) -> str | None:
     """The named fact on this machine (``FACTS``): from the on-disk cache when this machine and the library's version
-    asked before, else asked (and kept)."""
+    asked this question (the fact's code, under its ``env``) before, else asked (and kept)."""
     from harness.cases.case import stable_hash
     from harness.results import atomic_write_text
     from harness.versions import installed_version

@@ -43,6 +43,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")  # no line of the resu
 MAX_PROGRAM_BYTES = 200 * 10**6  # an exported program carried in a script, weights included (before compression)
 MAX_SCRIPT_BYTES = 300 * 10**6  # what the portal copies into a site
 SCRIPT_FIRST_LINES = b"#!/usr/bin/env python3\n# A standalone reproduction written by `bti repro`"
+PROGRAM_FILE_LINE = b"\nPROGRAM_FILE = "  # a script whose exported program is in a file beside it
 
 
 class Unsupported(UserError):
@@ -111,11 +112,16 @@ def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tupl
            beside: bool = True) -> Path:
     """Write the script to ``path``; a program too large to carry in it goes to ``path.with_suffix(".pt2")`` beside it
     when ``beside`` (on request, ``bti repro``), else the item has no script (the run's own scripts)."""
-    from harness.results import atomic_write_text
+    from harness.results import atomic_write_bytes, atomic_write_text
 
-    try:
+    if path.suffix == ".pt2":
+        raise UserError(f"{path}: a script's name, not a program's (.pt2 is where a large program goes beside it)")
+    program: list[bytes] = []
+    text = render(rec, header, suites, program_file=path.with_suffix(".pt2") if beside else None, program=program)
+    try:  # the program first, once the script is rendered: a script that names it never lacks it
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = render(rec, header, suites, program_file=path.with_suffix(".pt2") if beside else None)
+        if program:
+            atomic_write_bytes(path.with_suffix(".pt2"), program[0])
         atomic_write_text(path, text)
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
@@ -123,9 +129,10 @@ def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tupl
 
 
 def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] = (),
-           program_file: Path | None = None) -> str:
+           program_file: Path | None = None, program: list[bytes] | None = None) -> str:
     """The script for one failing record. ``program_file``: where an exported program over ``MAX_PROGRAM_BYTES`` is
-    saved for the script to load (else such an item is ``Unsupported``)."""
+    to be saved for the script to load (else such an item is ``Unsupported``); its bytes are appended to ``program``
+    for the caller to write."""
     from harness.status import Status
 
     status = str(rec.get("status"))
@@ -138,7 +145,7 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
         raise Unsupported(f"{rec.get('id')} is {status}: {what}")
     recipe, case, axes, seed = _item(rec, suites)
     built = _build(case, axes, seed)
-    module_src, exported = _module_source(case, built, seed, axes.dtype, program_file)
+    module_src, exported = _module_source(case, built, seed, axes.dtype, program_file, program)
     return Template(_SCRIPT).substitute(
         header=_header(rec, header, recipe),
         expected=repr(_expected(rec)),
@@ -206,7 +213,8 @@ def _build(case: Any, axes: Any, seed: int) -> Any:
 
 
 # -- the module ------------------------------------------------------------------------------------------------------
-def _module_source(case: Any, built: Any, seed: int, dtype: str, program_file: Path | None = None) -> tuple[str, bool]:
+def _module_source(case: Any, built: Any, seed: int, dtype: str, program_file: Path | None = None,
+                   program: list[bytes] | None = None) -> tuple[str, bool]:
     """(the module's code, whether it is an exported program): an operator case's source where every part of its call
     can be written as Python; else its exported program, in the script, or in ``program_file`` beside it when it is
     too large to carry (a real-size model's weights)."""
@@ -229,12 +237,10 @@ def _module_source(case: Any, built: Any, seed: int, dtype: str, program_file: P
         return (f"# the module as bti exported it (torch.export.save), with its weights; its graph:\n{code}\n"
                 f"PROGRAM = {_b64(buf.getvalue())}\n\n\n"
                 "def module():\n    return torch.export.load(io.BytesIO(zlib.decompress(base64.b64decode(PROGRAM)))).module()\n"), True
-    if program_file is None:
+    if program_file is None or program is None:
         raise Unsupported(f"{case.id}: its exported program is {size / 1e6:.0f} MB with its weights, more than "
                           f"{MAX_PROGRAM_BYTES // 10**6} MB to carry in a script: `bti repro` writes it beside its script")
-    from harness.results import atomic_write_bytes
-
-    atomic_write_bytes(program_file, buf.getvalue())
+    program.append(buf.getvalue())
     name = program_file.name
     return (f"# the module as bti exported it (torch.export.save), with its weights: {size / 1e6:.0f} MB, too large to carry\n"
             f"# here, so it is in {_CONTROL.sub(' ', name)} beside this script (written with it); its graph:\n{code}\n"
@@ -837,13 +843,15 @@ def write_failures(results: Path, directory: Path, limit: int, suites: tuple[str
 
 
 def is_script(path: Path) -> bool:
-    """A file ``bti repro`` wrote (not a link, under the size cap, starting as its scripts start): what ``bti merge``
-    and the portal copy from results they are given."""
+    """A file ``bti repro`` wrote (not a link, under the size cap, starting as its scripts start) that runs by itself
+    (its program not in a file beside it): what ``bti merge`` and the portal copy from results they are given."""
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SCRIPT_BYTES:
             return False
         with path.open("rb") as fh:
-            return fh.read(len(SCRIPT_FIRST_LINES)) == SCRIPT_FIRST_LINES
+            if fh.read(len(SCRIPT_FIRST_LINES)) != SCRIPT_FIRST_LINES:
+                return False
+            return PROGRAM_FILE_LINE not in fh.read(1 << 20)  # its program is beside it: copied alone, it could not run
     except OSError:
         return False
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import runpy
 import signal
 import subprocess
 import sys
@@ -118,6 +119,10 @@ def test_a_program_too_large_for_its_script_is_written_beside_it(run: Path, tmp_
     script = repro.write(run / "results.jsonl", item, tmp_path / "big.py")
     text = script.read_text()
     assert "PROGRAM = (" not in text and "PROGRAM_FILE = 'big.pt2'" in text and (tmp_path / "big.pt2").stat().st_size > 1000
+    assert not repro.is_script(script)  # bti merge and the portal do not copy it without its program
+    with pytest.raises(repro.UserError, match="a script's name, not a program's"):
+        repro.write(run / "results.jsonl", item, tmp_path / "other.pt2")
+    assert not (tmp_path / "other.pt2").exists()
     proc = _run_warm(script)
     assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
     assert proc.stdout.strip().splitlines()[-1] == f"REPRODUCED: {CASES[item][1]}"
@@ -138,10 +143,16 @@ def test_the_rounding_probe_runs_a_scripts_quantized_program(run: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", block, str(ROOT / "benchmarks" / "rounding.py"), str(script)], cwd=script.parent,
                           capture_output=True, text=True, timeout=600, env={**SCRIPT_ENV, "HOME": str(script.parent)})
     assert proc.returncode == 0, proc.stderr[-2000:]
-    nodes = re.search(r"^(\d+) activation quantize nodes; .* max (\d+[.]\d+)%$", proc.stdout, re.M)
+    nodes = re.search(r"^(\d+) quantize nodes, (\d+) calls; .* max (\d+[.]\d+)%$", proc.stdout, re.M)
     moved = re.search(r"^output\[0\]: ties away from zero moves the program (\S+) dB from itself", proc.stdout, re.M)
-    assert nodes and int(nodes[1]) >= 1 and moved, proc.stdout
-    assert float(nodes[2]) > 0 or moved[1] == "inf", proc.stdout
+    assert nodes and int(nodes[1]) >= 1 and int(nodes[2]) == int(nodes[1]) and moved, proc.stdout  # each node replaced, run once
+    assert float(nodes[3]) > 0 or moved[1] == "inf", proc.stdout
+    # its rounding: ties away from zero, everything else as torch.round (0.49999997 is no tie)
+    import torch
+
+    half_away = runpy.run_path(str(ROOT / "benchmarks" / "rounding.py"))["half_away"]
+    v = torch.tensor([0.5, 1.5, 2.5, -2.5, -0.5, 0.49999997, -1.4999999, 2.4, 3.0])
+    assert half_away(v).tolist() == [1.0, 2.0, 3.0, -3.0, -1.0, 0.0, -1.0, 2.0, 3.0]
 
 
 def test_an_operator_case_is_readable_source(run: Path) -> None:

@@ -67,8 +67,8 @@ def test_xfail_holds_only_the_named_failure(tmp_path: Path) -> None:
 
 def test_the_cases_own_failure_is_not_called_unexpected_by_a_rule_it_never_reached(tmp_path: Path) -> None:
     """A case that fails in eager (its module or reference, before torch.export) never reached the recipe: a rule
-    naming a later stage is not contradicted, and the detail says whose failure it is. A rule that names this very
-    failure (OpInfo's expectedFailure on the device) still holds it."""
+    naming a later stage is not contradicted, and the detail says whose failure it is. A recipe rule that names this
+    very failure still holds it, and one that names its stage with another message still calls it unexpected."""
     r = recipe(tmp_path, XFAIL)
     own = Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1, error=ErrorInfo("NotImplementedError", "no Half kernel"),
                                        own=True),))
@@ -82,6 +82,11 @@ def test_the_cases_own_failure_is_not_called_unexpected_by_a_rule_it_never_reach
   - {match: "op.conv2d.*", status: FAIL_EXPORT, message: "no Half", reason: "eager has no kernel"}
 """, name="h")
     assert decide(item(recipe_name="h"), held, own, "run")["status"] == "XFAIL"
+    stale = recipe(tmp_path, """xfail:
+  - {match: "op.conv2d.*", status: FAIL_EXPORT, message: "some other words", reason: "eager has no kernel"}
+""", name="s")
+    rec = decide(item(recipe_name="s"), stale, own, "run")
+    assert rec["status"] == "FAIL_EXPORT" and "[unexpected: the xfail rule expects FAIL_EXPORT" in rec["detail"]
 
 
 def test_xfail_status_list_and_suite_scope(tmp_path: Path) -> None:
