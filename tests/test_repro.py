@@ -109,7 +109,7 @@ def test_a_model_case_carries_its_exported_program(run: Path) -> None:
 
 def test_a_program_too_large_for_its_script_is_written_beside_it(run: Path, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """A real-size model's program (ALBERT's 0.9 GB) is not carried in the script: `bti repro` saves it beside the
+    """A real-size model's program (ALBERT's 825 MB) is not carried in the script: `bti repro` saves it beside the
     script, which loads it from there and reproduces as before; without it, the script says so in one line (exit 2).
     The run's own scripts do not write such a file (one line, no script). The cap is lowered to the GRU's size here."""
     import harness.repro as repro
