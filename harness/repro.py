@@ -116,12 +116,11 @@ def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tupl
 
     if path.suffix == ".pt2":
         raise UserError(f"{path}: a script's name, not a program's (.pt2 is where a large program goes beside it)")
-    program: list[bytes] = []
-    text = render(rec, header, suites, program_file=path.with_suffix(".pt2") if beside else None, program=program)
+    text, program = render(rec, header, suites, program_file=path.with_suffix(".pt2") if beside else None)
     try:  # the program first, once the script is rendered: a script that names it never lacks it
         path.parent.mkdir(parents=True, exist_ok=True)
-        if program:
-            atomic_write_bytes(path.with_suffix(".pt2"), program[0])
+        if program is not None:
+            atomic_write_bytes(path.with_suffix(".pt2"), program)
         atomic_write_text(path, text)
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
@@ -129,10 +128,10 @@ def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tupl
 
 
 def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] = (),
-           program_file: Path | None = None, program: list[bytes] | None = None) -> str:
-    """The script for one failing record. ``program_file``: where an exported program over ``MAX_PROGRAM_BYTES`` is
-    to be saved for the script to load (else such an item is ``Unsupported``); its bytes are appended to ``program``
-    for the caller to write."""
+           program_file: Path | None = None) -> tuple[str, bytes | None]:
+    """The script for one failing record, and the bytes of its exported program where the script loads it from
+    ``program_file`` (one over ``MAX_PROGRAM_BYTES``; without ``program_file`` such an item is ``Unsupported``), for
+    the caller to write there."""
     from harness.status import Status
 
     status = str(rec.get("status"))
@@ -145,8 +144,8 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
         raise Unsupported(f"{rec.get('id')} is {status}: {what}")
     recipe, case, axes, seed = _item(rec, suites)
     built = _build(case, axes, seed)
-    module_src, exported = _module_source(case, built, seed, axes.dtype, program_file, program)
-    return Template(_SCRIPT).substitute(
+    module_src, exported, program = _module_source(case, built, seed, axes.dtype, program_file)
+    text = Template(_SCRIPT).substitute(
         header=_header(rec, header, recipe),
         expected=repr(_expected(rec)),
         tolerance=repr(_tolerance(rec)),
@@ -163,6 +162,7 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
         recipe_code=_recipe_code(recipe),
         rel_floor=repr(REL_FLOOR),
     )
+    return text, program
 
 
 def _find_case(rec: dict[str, Any], suites: tuple[str, ...]) -> list[Any]:
@@ -213,14 +213,14 @@ def _build(case: Any, axes: Any, seed: int) -> Any:
 
 
 # -- the module ------------------------------------------------------------------------------------------------------
-def _module_source(case: Any, built: Any, seed: int, dtype: str, program_file: Path | None = None,
-                   program: list[bytes] | None = None) -> tuple[str, bool]:
-    """(the module's code, whether it is an exported program): an operator case's source where every part of its call
-    can be written as Python; else its exported program, in the script, or in ``program_file`` beside it when it is
-    too large to carry (a real-size model's weights)."""
+def _module_source(case: Any, built: Any, seed: int, dtype: str,
+                   program_file: Path | None = None) -> tuple[str, bool, bytes | None]:
+    """(the module's code, whether it is an exported program, the program's bytes where they go beside the script): an
+    operator case's source where every part of its call can be written as Python; else its exported program, in the
+    script, or in ``program_file`` beside it when it is too large to carry (a real-size model's weights)."""
     src = _op_source(built.module, seed, dtype)
     if src is not None:
-        return src, False
+        return src, False, None
     import torch
 
     try:
@@ -232,15 +232,15 @@ def _module_source(case: Any, built: Any, seed: int, dtype: str, program_file: P
                           f"torch.export fails on it ({type(exc).__name__}: {first_line(str(exc))[:200]}): reproduce "
                           "with `bti run`") from exc
     code = "\n".join("#   " + line for line in ep.graph_module.code.strip().splitlines()[:80])
-    size = len(buf.getvalue())
+    data = buf.getvalue()  # one copy: a real-size model's is a gigabyte
+    size = len(data)
     if size <= MAX_PROGRAM_BYTES:
         return (f"# the module as bti exported it (torch.export.save), with its weights; its graph:\n{code}\n"
-                f"PROGRAM = {_b64(buf.getvalue())}\n\n\n"
-                "def module():\n    return torch.export.load(io.BytesIO(zlib.decompress(base64.b64decode(PROGRAM)))).module()\n"), True
-    if program_file is None or program is None:
+                f"PROGRAM = {_b64(data)}\n\n\n"
+                "def module():\n    return torch.export.load(io.BytesIO(zlib.decompress(base64.b64decode(PROGRAM)))).module()\n"), True, None
+    if program_file is None:
         raise Unsupported(f"{case.id}: its exported program is {size / 1e6:.0f} MB with its weights, more than "
                           f"{MAX_PROGRAM_BYTES // 10**6} MB to carry in a script: `bti repro` writes it beside its script")
-    program.append(buf.getvalue())
     name = program_file.name
     return (f"# the module as bti exported it (torch.export.save), with its weights: {size / 1e6:.0f} MB, too large to carry\n"
             f"# here, so it is in {_CONTROL.sub(' ', name)} beside this script (written with it); its graph:\n{code}\n"
@@ -252,7 +252,7 @@ def _module_source(case: Any, built: Any, seed: int, dtype: str, program_file: P
             "        print(f\"{path.name}: not found beside this script: `bti repro` writes the exported program there \"\n"
             "              \"with the script; copy the two together\", file=sys.stderr)\n"
             "        sys.exit(2)\n"
-            "    return torch.export.load(path).module()\n"), True
+            "    return torch.export.load(path).module()\n"), True, data
 
 
 def _op_source(module: Any, seed: int, dtype: str) -> str | None:
