@@ -1,19 +1,31 @@
-"""Whether a quantized program's output is determined beyond its own rounding: the program of a `bti repro` script,
-run as written and with every quantize node's ties (x/scale exactly at k + 0.5) rounded half away from
-zero instead of half to even, which is another valid integer implementation. Prints how many elements the change
-touches per node and how far it moves the output: SQNR against the program, and each against fp32.
+"""Whether a quantized program's output is determined beyond its own rounding, and what a delegate computes instead:
+the program of a `bti repro` script, run as written and changed in one of two ways that are both valid integer
+implementations of it.
 
-A delegate that departs from its program by about what this move is cannot be told from rounding by its output
-(ALBERT QA on XNNPACK static per-tensor: 4.7 dB against its program; this move 5.5 dB from 0.0015 % of the elements),
-while a delegate far beyond it is not rounding. Where no element sits at a tie (OpenVINO's small int8 programs here),
-nothing moves and the probe says nothing. Measures the program only, on the script's own inputs and recipe.
+- ``ties`` (the default): every quantize node's ties (x/scale exactly at k + 0.5) rounded half away from zero instead
+  of half to even. Prints how many elements the change touches per node and how far it moves the output.
+- ``--per-row``: every dynamically quantized activation (a quantize node whose scale a ``choose_qparams`` node computes
+  from the tensor itself) quantized per row instead of per tensor, with XNNPACK's own arithmetic for its ``qd8``
+  inputs (``xnn_f32_qd8_asymmetric_quantization_params``: per row of the last dimension, the range widened to hold 0,
+  multiplier 255 / (max - min), the zero point from the nearer end, ``rint``). XNNPACK's dynamically quantized
+  matrix products quantize their input that way whatever the program says.
 
-    bti repro ITEM --results D/results.jsonl -o r.py      # an int8 recipe's FAIL_MISMATCH
+Each prints SQNR against the program, and each against fp32. With ``--delegate`` the script's own lower, serialize,
+load and run follow, and the delegate's output is set against the program, the changed program and fp32.
+
+A delegate that departs from its program by about what the change moves it cannot be told from that change by its
+output (ALBERT QA on XNNPACK static per-tensor: 4.7 dB against its program; ties moved it 5.5 dB from 0.0015 % of the
+elements), while a delegate far beyond it is not that change. Where no element sits at a tie (OpenVINO's small int8
+programs here), nothing moves and ``ties`` says nothing. Measures on the script's own inputs and recipe.
+
+    bti repro ITEM --results D/results.jsonl -o r.py      # an int8 recipe's item (--passing for a passing one)
     python benchmarks/rounding.py r.py
+    python benchmarks/rounding.py --per-row --delegate r.py
 """
 
 from __future__ import annotations
 
+import argparse
 import runpy
 import sys
 from typing import Any
@@ -27,19 +39,29 @@ def half_away(v: Any) -> Any:
     return torch.where((v - t).abs() == 0.5, t + torch.sign(v), torch.round(v))
 
 
-def main(script: str) -> None:
+def per_row(x: Any, per_image: bool = False) -> Any:
+    """``x`` quantized to int8 and back per row of its last dimension (a matrix product's input; ``per_image``: per
+    element of the first, a convolution's) as XNNPACK's ``f32 -> qd8`` convert does it, in float32
+    (``xnn_qd8_asymmetric_quantization_params``, then ``rint(x * multiplier) + zero_point`` clamped)."""
     import torch
 
-    g = runpy.run_path(script, run_name="rounding")  # the script's functions; its main() does not run
-    torch.set_num_threads(1)
-    if not g.get("QUANTIZED"):
-        sys.exit(f"{script}: not a quantized recipe's script")
-    ep = g["export"]()
-    with torch.no_grad():
-        fp32 = g["leaves"](ep.module()(*g["clone"](g["RUN"])))
-    qep, program = g["quantize"](ep)  # the script's own calibration and convert_pt2e
-    m = qep.module()
-    q = torch.ops.quantized_decomposed.quantize_per_tensor
+    if x.dim() == 0:
+        rows = x.float().reshape(1, 1)
+    else:
+        rows = x.float().reshape(x.shape[0], -1) if per_image else x.float().reshape(-1, x.shape[-1])
+    lo = rows.amin(1, keepdim=True).clamp(max=0.0)
+    hi = rows.amax(1, keepdim=True).clamp(min=0.0)
+    mult = torch.where(lo == hi, torch.ones_like(lo), 255.0 / (hi - lo))
+    dlo, dhi = lo * mult, hi * mult
+    zp = torch.where((-128.0 + dlo) + (127.0 + dhi) > 0, -128.0 - dlo, 127.0 - dhi).clamp(-128.0, 127.0).round()
+    q = (torch.round(rows * mult) + zp).clamp(-128.0, 127.0)
+    inv = 1.0 / mult  # the dequantization scale XNNPACK keeps (params.inv_scale = 1 / multiplier)
+    return ((q - zp) * inv).reshape(x.shape).to(x.dtype)
+
+
+def _ties(m: Any, q: Any) -> tuple[int, list[float]]:
+    import torch
+
     changed: list[float] = []
 
     def away(x: Any, scale: Any, zp: Any, qmin: Any, qmax: Any, dtype: Any) -> Any:
@@ -53,24 +75,93 @@ def main(script: str) -> None:
     nodes = [n for n in m.graph.nodes if n.target in (q.default, q.tensor)]
     for n in nodes:
         n.target = away
+    return len(nodes), changed
+
+
+def _per_row(m: Any, q: Any) -> tuple[int, list[float]]:
+    """Each dynamic quantize -> dequantize pair becomes ``per_row`` of the quantize node's input."""
+    import torch
+
+    qd = torch.ops.quantized_decomposed
+    choose = {qd.choose_qparams.tensor, getattr(qd, "choose_qparams_symmetric", qd.choose_qparams).tensor}
+    deq = {qd.dequantize_per_tensor.tensor, qd.dequantize_per_tensor.default}
+    changed: list[float] = []
+
+    def row(x: Any, per_image: bool) -> Any:
+        out = per_row(x, per_image)
+        changed.append(float(out.numel()))
+        return out
+
+    def dynamic(n: Any) -> bool:  # its scale is getitem(choose_qparams(x), 0)
+        s = n.args[1]
+        return n.target == q.tensor and getattr(s, "op", "") == "call_function" and getattr(s.args[0], "target", None) in choose
+
+    count = 0
+    for n in list(m.graph.nodes):
+        if n.target in deq and getattr(n.args[0], "target", None) == q.tensor and dynamic(n.args[0]):
+            conv = any("conv" in str(u.target) for u in n.users)
+            with m.graph.inserting_before(n):
+                new = m.graph.call_function(row, (n.args[0].args[0], conv))
+            n.replace_all_uses_with(new)
+            m.graph.erase_node(n)
+            count += 1
+    m.graph.eliminate_dead_code()
+    return count, changed
+
+
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("script", help="a `bti repro` script of a quantized recipe's item")
+    ap.add_argument("--per-row", action="store_true", help="quantize dynamic activations per row as XNNPACK does")
+    ap.add_argument("--delegate", action="store_true", help="lower and run the program as the script does, and compare")
+    args = ap.parse_args(argv)
+    import torch
+
+    g = runpy.run_path(args.script, run_name="rounding")  # the script's functions; its main() does not run
+    torch.set_num_threads(1)
+    if not g.get("QUANTIZED"):
+        sys.exit(f"{args.script}: not a quantized recipe's script")
+    ep = g["export"]()
+    with torch.no_grad():
+        fp32 = g["leaves"](ep.module()(*g["clone"](g["RUN"])))
+    qep, program = g["quantize"](ep)  # the script's own calibration and convert_pt2e
+    delegate = None
+    if args.delegate:  # before the program's module is changed below
+        edge = g["lower"](qep)
+        handle = g["load"](edge, g["serialize"](edge))
+        delegate = g["run"](handle, g["mutated_inputs"](edge))
+    m = qep.module()
+    q = torch.ops.quantized_decomposed.quantize_per_tensor
+    count, calls = (_per_row if args.per_row else _ties)(m, q)
+    if args.per_row and not count:
+        sys.exit(f"{args.script}: no dynamically quantized activation (choose_qparams -> quantize -> dequantize)")
     m.recompile()
     with torch.no_grad():
         moved = g["leaves"](m(*g["clone"](g["RUN"])))
-    # the weights' own quantize nodes too where the recipe does not fold them (fold_quantize False)
-    print(f"{len(nodes)} quantize nodes, {len(changed)} calls; elements whose rounding changed per call: "
-          f"mean {sum(changed) / max(len(changed), 1):.6%}, max {max(changed, default=0.0):.6%}")
+    if args.per_row:
+        what = "per row"
+        print(f"{count} dynamic quantize/dequantize pairs quantized per row, {len(calls)} calls, {sum(calls):.0f} elements")
+    else:
+        what = "ties away from zero"
+        # the weights' own quantize nodes too where the recipe does not fold them (fold_quantize False)
+        print(f"{count} quantize nodes, {len(calls)} calls; elements whose rounding changed per call: "
+              f"mean {sum(calls) / max(len(calls), 1):.6%}, max {max(calls, default=0.0):.6%}")
+
     def sqnr_db(out: Any, ref: Any) -> float:  # the script's own, in float64
         return float(g["sqnr_db"](out.double(), ref.double()))
 
     for i, (p, d, f) in enumerate(zip(program, moved, fp32, strict=False)):
         if not (isinstance(p, torch.Tensor) and p.is_floating_point()):
             continue
-        print(f"output[{i}]: ties away from zero moves the program {sqnr_db(d, p):.2f} dB from itself "
+        print(f"output[{i}]: {what} moves the program {sqnr_db(d, p):.2f} dB from itself "
               f"(max abs {float((d - p).abs().max()):.4g}); the program {sqnr_db(p, f):.2f} dB from fp32, "
               f"the moved one {sqnr_db(d, f):.2f} dB")
+        if delegate is not None and i < len(delegate) and isinstance(delegate[i], torch.Tensor):
+            o = delegate[i]
+            print(f"output[{i}]: the delegate {sqnr_db(o, p):.2f} dB from the program (max abs {float((o - p).abs().max()):.4g}), "
+                  f"{sqnr_db(o, d):.2f} dB from the moved one (max abs {float((o - d).abs().max()):.4g}), "
+                  f"{sqnr_db(o, f):.2f} dB from fp32")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1:])

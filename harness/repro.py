@@ -100,23 +100,26 @@ def _json(line: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def write(results: Path, item_id: str, out: Path | None = None, suites: tuple[str, ...] = ()) -> Path:
+def write(results: Path, item_id: str, out: Path | None = None, suites: tuple[str, ...] = (),
+          passing: bool = False) -> Path:
     """Write ``item_id``'s script (default: ``repro/<item>.py`` beside the results file) and return its path. ``suites``:
-    suite files (``-s FILE.yaml`` of the run) to look the case up in, besides the built-in suites."""
+    suite files (``-s FILE.yaml`` of the run) to look the case up in, besides the built-in suites. ``passing``: a passing
+    item is written too, as a control (its script ends ``PASSED AS RECORDED``)."""
     found = find_record(results, item_id)
     return _write(found.record, found.header, out if out is not None else results.parent / "repro" / script_name(item_id),
-                  suites)
+                  suites, passing=passing)
 
 
 def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tuple[str, ...],
-           beside: bool = True) -> Path:
+           beside: bool = True, passing: bool = False) -> Path:
     """Write the script to ``path``; a program too large to carry in it goes to ``path.with_suffix(".pt2")`` beside it
     when ``beside`` (on request, ``bti repro``), else the item has no script (the run's own scripts)."""
     from harness.results import atomic_write_bytes, atomic_write_text
 
     if path.suffix == ".pt2":
         raise UserError(f"{path}: a script's name, not a program's (.pt2 is where a large program goes beside it)")
-    text, program = render(rec, header, suites, program_file=path.with_suffix(".pt2") if beside else None)
+    text, program = render(rec, header, suites, program_file=path.with_suffix(".pt2") if beside else None,
+                           passing=passing)
     try:  # the program first, once the script is rendered: a script that names it never lacks it
         path.parent.mkdir(parents=True, exist_ok=True)
         if program is not None:
@@ -128,10 +131,10 @@ def _write(rec: dict[str, Any], header: dict[str, Any], path: Path, suites: tupl
 
 
 def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] = (),
-           program_file: Path | None = None) -> tuple[str, bytes | None]:
-    """The script for one failing record, and the bytes of its exported program where the script loads it from
-    ``program_file`` (one over ``MAX_PROGRAM_BYTES``; without ``program_file`` such an item is ``Unsupported``), for
-    the caller to write there."""
+           program_file: Path | None = None, passing: bool = False) -> tuple[str, bytes | None]:
+    """The script for one failing record (with ``passing``, a passing one too: a control), and the bytes of its
+    exported program where the script loads it from ``program_file`` (one over ``MAX_PROGRAM_BYTES``; without
+    ``program_file`` such an item is ``Unsupported``), for the caller to write there."""
     from harness.status import Status
 
     status = str(rec.get("status"))
@@ -139,8 +142,8 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
         st = Status(status)
     except ValueError:
         raise UserError(f"{rec.get('id')}: unknown status {status!r}") from None
-    if reproduced_status(rec) is None:
-        what = "there is no failure to reproduce" if st.is_pass else "not a failure of a stage (ERROR, TIMEOUT, FLAKY: bti's or the machine's)"
+    if reproduced_status(rec) is None and not (passing and st.is_pass):
+        what = "there is no failure to reproduce (--passing writes it as a control)" if st.is_pass else "not a failure of a stage (ERROR, TIMEOUT, FLAKY: bti's or the machine's)"
         raise Unsupported(f"{rec.get('id')} is {status}: {what}")
     recipe, case, axes, seed = _item(rec, suites)
     built = _build(case, axes, seed)
@@ -467,7 +470,8 @@ def _arm_spec_code(name: str, specs: dict[str, Any]) -> tuple[str, str]:
 
 # -- what was recorded -----------------------------------------------------------------------------------------------
 def _expected(rec: dict[str, Any]) -> dict[str, Any]:
-    status = reproduced_status(rec) or ""
+    """What the script expects: a failure's status and stage, or for a control (a passing item) its status alone."""
+    status = reproduced_status(rec) or str(rec.get("status"))
     err = _dict(rec.get("error"))
     etype = str(err.get("type") or "")
     return {"status": status, "stage": STAGE_OF.get(status, ""), "type": etype.rsplit(".", 1)[-1],
@@ -521,6 +525,7 @@ $header
 #   REPRODUCED (exit 1)      the recorded stage failed again with the same exception type, or the outputs disagree again;
 #   DIFFERENT (exit 3)       another stage or exception failed;
 #   NOT REPRODUCED (exit 0)  every stage passed and the outputs are within tolerance;
+#   PASSED AS RECORDED (exit 0) the same, for an item bti recorded as passing (a control: `bti repro --passing`);
 #   NOT RUN (exit 4)         the stages up to serialize passed and the program runs on a device not written out here.
 # A crash kills this process as it killed bti's worker; faulthandler prints where.
 import base64
@@ -796,6 +801,9 @@ def main():
         print(("REPRODUCED: " if same else "DIFFERENT: ") + "the outputs are out of tolerance")
         return 1 if same else 3
     print("[compare] ok")
+    if EXPECTED["status"] in ("PASS", "PASS_UNDELEGATED"):  # a control: bti recorded it passing
+        print("PASSED AS RECORDED: every stage passed and the outputs are within tolerance")
+        return 0
     print("NOT REPRODUCED: every stage passed and the outputs are within tolerance")
     return 0
 

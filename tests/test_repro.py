@@ -179,6 +179,25 @@ def test_bti_run_writes_the_first_failures_scripts_one_per_root_cause(run: Path)
     assert len({(r["status"], (r.get("error") or {}).get("signature")) for r in written}) == 3  # three different bugs
 
 
+def test_a_passing_item_is_written_as_a_control_on_request(run: Path) -> None:
+    """`bti repro --passing`: a passing int8 item's script runs every stage and the comparison against its quantized
+    program, and ends PASSED AS RECORDED (exit 0); the same script with the delegate's outputs scaled by 1.5 does not."""
+    recs = _records(run)
+    item = next(i for i, r in sorted(recs.items()) if i.endswith(f"@{INT8}") and r["status"] == "PASS")
+    script = run / "control.py"
+    res = run_bti("repro", item, "--results", str(run / "results.jsonl"), "-o", str(script), "-s", str(SUITE), "--passing")
+    assert res.code == 0, res.err
+    proc = _run_warm(script)
+    assert proc.returncode == 0 and proc.stdout.rstrip().splitlines()[-1].startswith("PASSED AS RECORDED"), proc.stdout[-2000:]
+    assert "[quantize] ok" in proc.stdout and "[compare] ok" in proc.stdout
+    strict = run / "control_scaled.py"
+    text = script.read_text()
+    assert text.count("problem = compare(outs, eager, program_outputs)") == 1
+    strict.write_text(text.replace("problem = compare(outs, eager, program_outputs)", "problem = compare([o * 1.5 for o in outs], eager, program_outputs)"))
+    proc = _run_warm(strict)
+    assert proc.returncode == 3 and "DIFFERENT: the outputs are out of tolerance" in proc.stdout, proc.stdout[-2000:]
+
+
 @pytest.mark.parametrize("item, words", [
     ("op.mul.rank0_rank4[float32,static]@portable", "is PASS: there is no failure to reproduce"),
     ("op.nothing[float32,static]@portable", "is not in"),

@@ -17,7 +17,9 @@ from harness.cli.group import cli
               help="Where the script goes (default: repro/<item>.py beside the results file).")
 @click.option("-s", "--suite", "suites", multiple=True, help="A suite file the case comes from (as `bti run -s FILE.yaml` "
               "was given; repeatable). Built-in suites are found by name; a path is never taken from the results.")
-def repro(item: str, results: Path, output: Path | None, suites: tuple[str, ...]) -> None:
+@click.option("--passing", is_flag=True, help="Write a passing item too, as a control beside a failing one: its script runs "
+              "the same stages and comparison and ends PASSED AS RECORDED (exit 0).")
+def repro(item: str, results: Path, output: Path | None, suites: tuple[str, ...], passing: bool) -> None:
     """Write ITEM's failure (an item id, as in the results: op.add.basic[float32,static]@xnnpack) as a standalone
     Python script that needs torch and executorch alone: the module, the seeded inputs, the recipe's export,
     quantize, lower, serialize, load and run calls, and the comparison that failed, with the versions bti ran.
@@ -25,5 +27,5 @@ def repro(item: str, results: Path, output: Path | None, suites: tuple[str, ...]
     Works for ExecuTorch recipes (the module of a non-operator case is its exported program)."""
     from harness import repro as rp
 
-    path = rp.write(results, item, output, suites)
+    path = rp.write(results, item, output, suites, passing=passing)
     click.echo(str(path))
