@@ -5,13 +5,13 @@ implementations of it.
 - ``ties`` (the default): every quantize node's ties (x/scale exactly at k + 0.5) rounded half away from zero instead
   of half to even. Prints how many elements the change touches per node and how far it moves the output.
 - ``--per-row``: every dynamically quantized activation (a quantize node whose scale a ``choose_qparams`` node computes
-  from the tensor itself) quantized per row instead of per tensor, with XNNPACK's own arithmetic for its ``qd8``
-  inputs (``xnn_f32_qd8_asymmetric_quantization_params``: per row of the last dimension, the range widened to hold 0,
-  multiplier 255 / (max - min), the zero point from the nearer end, ``rint``). XNNPACK's dynamically quantized
-  matrix products quantize their input that way whatever the program says.
+  from the tensor itself) quantized per row instead of per tensor, as XNNPACK's dynamically quantized kernels do
+  whatever the program says (the script's copy of ``harness/qd8.py``; the reference of a recipe with
+  ``quantize.reference: per-row``).
 
-Each prints SQNR against the program, and each against fp32. With ``--delegate`` the script's own lower, serialize,
-load and run follow, and the delegate's output is set against the program, the changed program and fp32.
+Each prints SQNR against the program as written (per tensor), and each against fp32. With ``--delegate`` the
+script's own lower, serialize, load and run follow, and the delegate's output is set against the program, the
+changed program and fp32.
 
 A delegate that departs from its program by about what the change moves it cannot be told from that change by its
 output (ALBERT QA on XNNPACK static per-tensor: 4.7 dB against its program; ties moved it 5.5 dB from 0.0015 % of the
@@ -39,26 +39,6 @@ def half_away(v: Any) -> Any:
     return torch.where((v - t).abs() == 0.5, t + torch.sign(v), torch.round(v))
 
 
-def per_row(x: Any, per_image: bool = False) -> Any:
-    """``x`` quantized to int8 and back per row of its last dimension (a matrix product's input; ``per_image``: per
-    element of the first, a convolution's) as XNNPACK's ``f32 -> qd8`` convert does it, in float32
-    (``xnn_qd8_asymmetric_quantization_params``, then ``rint(x * multiplier) + zero_point`` clamped)."""
-    import torch
-
-    if x.dim() == 0:
-        rows = x.float().reshape(1, 1)
-    else:
-        rows = x.float().reshape(x.shape[0], -1) if per_image else x.float().reshape(-1, x.shape[-1])
-    lo = rows.amin(1, keepdim=True).clamp(max=0.0)
-    hi = rows.amax(1, keepdim=True).clamp(min=0.0)
-    mult = torch.where(lo == hi, torch.ones_like(lo), 255.0 / (hi - lo))
-    dlo, dhi = lo * mult, hi * mult
-    zp = torch.where((-128.0 + dlo) + (127.0 + dhi) > 0, -128.0 - dlo, 127.0 - dhi).clamp(-128.0, 127.0).round()
-    q = (torch.round(rows * mult) + zp).clamp(-128.0, 127.0)
-    inv = 1.0 / mult  # the dequantization scale XNNPACK keeps (params.inv_scale = 1 / multiplier)
-    return ((q - zp) * inv).reshape(x.shape).to(x.dtype)
-
-
 def _ties(m: Any, q: Any) -> tuple[int, list[float]]:
     import torch
 
@@ -78,37 +58,6 @@ def _ties(m: Any, q: Any) -> tuple[int, list[float]]:
     return len(nodes), changed
 
 
-def _per_row(m: Any, q: Any) -> tuple[int, list[float]]:
-    """Each dynamic quantize -> dequantize pair becomes ``per_row`` of the quantize node's input."""
-    import torch
-
-    qd = torch.ops.quantized_decomposed
-    choose = {qd.choose_qparams.tensor, getattr(qd, "choose_qparams_symmetric", qd.choose_qparams).tensor}
-    deq = {qd.dequantize_per_tensor.tensor, qd.dequantize_per_tensor.default}
-    changed: list[float] = []
-
-    def row(x: Any, per_image: bool) -> Any:
-        out = per_row(x, per_image)
-        changed.append(float(out.numel()))
-        return out
-
-    def dynamic(n: Any) -> bool:  # its scale is getitem(choose_qparams(x), 0)
-        s = n.args[1]
-        return n.target == q.tensor and getattr(s, "op", "") == "call_function" and getattr(s.args[0], "target", None) in choose
-
-    count = 0
-    for n in list(m.graph.nodes):
-        if n.target in deq and getattr(n.args[0], "target", None) == q.tensor and dynamic(n.args[0]):
-            conv = any("conv" in str(u.target) for u in n.users)
-            with m.graph.inserting_before(n):
-                new = m.graph.call_function(row, (n.args[0].args[0], conv))
-            n.replace_all_uses_with(new)
-            m.graph.erase_node(n)
-            count += 1
-    m.graph.eliminate_dead_code()
-    return count, changed
-
-
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("script", help="a `bti repro` script of a quantized recipe's item")
@@ -124,23 +73,27 @@ def main(argv: list[str]) -> None:
     ep = g["export"]()
     with torch.no_grad():
         fp32 = g["leaves"](ep.module()(*g["clone"](g["RUN"])))
-    qep, program = g["quantize"](ep)  # the script's own calibration and convert_pt2e
+    qep, _ = g["quantize"](ep)  # the script's own calibration and convert_pt2e
     delegate = None
     if args.delegate:  # before the program's module is changed below
         edge = g["lower"](qep)
         handle = g["load"](edge, g["serialize"](edge))
         delegate = g["run"](handle, g["mutated_inputs"](edge))
+    with torch.no_grad():  # the program as written (per tensor, whatever the script's reference)
+        program = g["leaves"](qep.module()(*g["clone"](g["RUN"])))
     m = qep.module()
-    q = torch.ops.quantized_decomposed.quantize_per_tensor
-    count, calls = (_per_row if args.per_row else _ties)(m, q)
-    if args.per_row and not count:
-        sys.exit(f"{args.script}: no dynamically quantized activation (choose_qparams -> quantize -> dequantize)")
-    m.recompile()
+    if args.per_row:  # the script's own copy of harness/qd8.py
+        count = g["per_row_program"](m)
+        if not count:
+            sys.exit(f"{args.script}: no dynamically quantized activation (choose_qparams -> quantize -> dequantize)")
+    else:
+        count, calls = _ties(m, torch.ops.quantized_decomposed.quantize_per_tensor)
+        m.recompile()
     with torch.no_grad():
         moved = g["leaves"](m(*g["clone"](g["RUN"])))
     if args.per_row:
         what = "per row"
-        print(f"{count} dynamic quantize/dequantize pairs quantized per row, {len(calls)} calls, {sum(calls):.0f} elements")
+        print(f"{count} dynamic quantize/dequantize pairs quantized per row (XNNPACK's qd8)")
     else:
         what = "ties away from zero"
         # the weights' own quantize nodes too where the recipe does not fold them (fold_quantize False)

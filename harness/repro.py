@@ -164,6 +164,7 @@ def render(rec: dict[str, Any], header: dict[str, Any], suites: tuple[str, ...] 
         calibrate="EXAMPLE, RUN" if built.run is not built.example else "EXAMPLE,",
         recipe_code=_recipe_code(recipe),
         rel_floor=repr(REL_FLOOR),
+        qd8=_qd8_code() if recipe.quantized else "",
     )
     return text, program
 
@@ -421,9 +422,18 @@ def _recipe_code(recipe: Any) -> str:
         raise Unsupported(f"recipe {recipe.name}: quantizer {q.quantizer} is a plugin's: bti repro writes ExecuTorch's own")
     imports = list(dict.fromkeys(imp for p in parts for imp in p[0]))
     lines += ["", "", "def partitioners():", *(f"    {imp}" for imp in imports), *([""] if imports else []), f"    return [{', '.join(p[1] for p in parts)}]",
-              "", "", f"FOLD_QUANTIZE = {q.fold_quantize if q else True}", f"CHECK_IR_VALIDITY = {opts.check_ir_validity}",
+              "", "", f"FOLD_QUANTIZE = {q.fold_quantize if q else True}",
+              f"PER_ROW_REFERENCE = {bool(q and q.reference == 'per-row')}  # the reference's dynamic activations per row, as XNNPACK's qd8",
+              f"CHECK_IR_VALIDITY = {opts.check_ir_validity}",
               f"RUNS_ON = {('tosa-reference-model' if target == 'tosa' else 'corstone-fvp' if target == 'ethos-u' else 'pybind')!r}"]
     return "\n".join(lines)
+
+
+def _qd8_code() -> str:
+    """harness/qd8.py's functions, as the script's own (a quantized recipe's script: its reference may need them)."""
+    from harness import qd8
+
+    return "".join(inspect.getsource(f) + "\n\n" for f in (qd8.qd8_fake_quantize, qd8.per_row_program))
 
 
 def _partitioner_code(name: str, specs: dict[str, Any]) -> tuple[list[str], str]:
@@ -528,6 +538,8 @@ $header
 #   PASSED AS RECORDED (exit 0) the same, for an item bti recorded as passing (a control: `bti repro --passing`);
 #   NOT RUN (exit 4)         the stages up to serialize passed and the program runs on a device not written out here.
 # A crash kills this process as it killed bti's worker; faulthandler prints where.
+from __future__ import annotations
+
 import base64
 import copy
 import faulthandler
@@ -584,11 +596,15 @@ def quantize(ep):
         for inputs in ($calibrate):
             prepared(*clone(inputs))
     converted = convert_pt2e(prepared, fold_quantize=FOLD_QUANTIZE)
+    reference = copy.deepcopy(converted)
+    if PER_ROW_REFERENCE:  # the recipe's quantize.reference: per-row (bti's harness/qd8.py, below)
+        per_row_program(reference)
     with torch.no_grad():
-        program_outputs = leaves(copy.deepcopy(converted)(*clone(RUN)))  # the quantized reference
+        program_outputs = leaves(reference(*clone(RUN)))  # the quantized reference
     return torch.export.export(converted, EXAMPLE, dynamic_shapes=FLAT_DYNAMIC_SHAPES, strict=False), program_outputs
 
 
+$qd8
 def lower(ep):
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 

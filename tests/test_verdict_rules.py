@@ -328,6 +328,8 @@ def test_include_errors_are_one_line_with_file_and_line(tmp_path: Path, text: st
     ("partitioners: [xnnpak]", "unknown partitioner 'xnnpak'"),
     ("partitionrs: [xnnpack]", "unknown recipe key(s) for backend executorch: partitionrs"),
     ("quantize: {quantizer: xnnpack, per_chanel: true}", "per_chanel"),
+    ("quantize: {quantizer: xnnpack, reference: per-column}", "quantize.reference takes program or per-row, not 'per-column'"),
+    ("quantize: {quantizer: xnnpack, reference: per-row}", "per-row is for a dynamic quantizer (dynamic: true)"),
     ("runtime: {repeats: 0}", "repeats at least 1"),
     ("runtime: {provider: adb}", "unknown runtime provider 'adb'"),
     ("runtime: {provider: 5}", "runtime.provider, push, pull and remote_dir are strings"),

@@ -28,11 +28,13 @@ from harness.speedups.lazy_recompile import lazy_recompile
 from harness.status import Stage
 
 if TYPE_CHECKING:
+    from harness.judge import QuantizedReference
     from harness.recipes import Recipe
 
 _SKIP_NODES = {"getitem", "executorch_call_delegate"}
 PARTITIONERS = ("xnnpack", "coreml", "vulkan", "qnn", "openvino", *arm.PARTITIONERS)
 QUANTIZERS = ("xnnpack", "openvino", "arm")
+REFERENCES = ("program", "per-row")  # quantize.reference: what a quantized recipe's outputs are held to
 # Only pure-Python lowering paths are warmed in the parent: a vendor backend could crash the parent
 # (which holds the results file), and a runtime with its own thread pool (OpenVINO's TBB) would make
 # every later fork unsafe.
@@ -63,6 +65,7 @@ class Quantize:
     per_channel: bool = True
     dynamic: bool = False
     fold_quantize: bool = True
+    reference: str = "program"  # "per-row": dynamic activations per row in the reference, as XNNPACK's qd8 (harness.qd8)
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,7 @@ class ExecuTorchBackend(BaseBackend):
         if q:
             if not isinstance(q, dict):
                 raise RecipeError(f"{where('quantize')}: `quantize` takes a mapping")
-            check_keys(q, {"quantizer", "per_channel", "dynamic", "fold_quantize"}, lambda _k=None: where("quantize"),
+            check_keys(q, {"quantizer", "per_channel", "dynamic", "fold_quantize", "reference"}, lambda _k=None: where("quantize"),
                        f"{self.name} (quantize)")
             quantizers = (*QUANTIZERS, *sorted(self.extra_quantizers))
             if q.get("quantizer", "xnnpack") not in quantizers:
@@ -211,6 +214,10 @@ class ExecuTorchBackend(BaseBackend):
             for flag in ("per_channel", "dynamic", "fold_quantize"):
                 if flag in q and not isinstance(q[flag], bool):
                     raise RecipeError(f"{where('quantize')}: quantize.{flag} takes true or false, not {q[flag]!r}")
+            if q.get("reference", "program") not in REFERENCES:
+                raise RecipeError(f"{where('quantize')}: quantize.reference takes {' or '.join(REFERENCES)}, not {q['reference']!r}")
+            if q.get("reference") == "per-row" and not q.get("dynamic"):
+                raise RecipeError(f"{where('quantize')}: quantize.reference per-row is for a dynamic quantizer (dynamic: true)")
             quant = Quantize(**q)
         specs = raw.get("compile_specs") or {}
         edge = raw.get("edge_compile") or {}
@@ -268,6 +275,20 @@ class ExecuTorchBackend(BaseBackend):
                 prepared(*inputs)
         converted = convert_pt2e(prepared, fold_quantize=cfg.fold_quantize)
         return torch.export.export(converted, built.example, dynamic_shapes=built.flat_dynamic_shapes, strict=False)
+
+    def quantized_reference(self, recipe: Recipe, quantized: Any, inputs: tuple[Any, ...]) -> QuantizedReference:
+        """The quantized program in eager PyTorch; with ``quantize.reference: per-row``, its dynamically quantized
+        activations quantized per row as XNNPACK's kernels do (``harness.qd8``), the program the delegate runs."""
+        from harness.judge import quantized_reference
+
+        cfg = _options(recipe).quantize
+        if cfg is not None and cfg.reference == "per-row" and hasattr(quantized, "module"):
+            from harness.qd8 import per_row_program
+
+            module = quantized.module()
+            per_row_program(module)
+            return quantized_reference(module, inputs)
+        return quantized_reference(quantized, inputs)
 
     def lower(self, recipe: Recipe, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
         from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
