@@ -866,6 +866,16 @@ def write_failures(results: Path, directory: Path, limit: int, suites: tuple[str
     return written, skipped
 
 
+def program_beside(script: Path) -> Path | None:
+    """The ``.pt2`` file a script loads its program from (a program over ``MAX_PROGRAM_BYTES``), or None."""
+    try:
+        with script.open("rb") as fh:
+            named = PROGRAM_FILE_LINE in fh.read(1 << 20)
+    except OSError:
+        return None
+    return script.with_suffix(".pt2") if named else None
+
+
 def is_script(path: Path) -> bool:
     """A file ``bti repro`` wrote (not a link, under the size cap, starting as its scripts start) that runs by itself
     (its program not in a file beside it): what ``bti merge`` and the portal copy from results they are given."""

@@ -120,6 +120,7 @@ def test_a_program_too_large_for_its_script_is_written_beside_it(run: Path, tmp_
     text = script.read_text()
     assert "PROGRAM = (" not in text and "PROGRAM_FILE = 'big.pt2'" in text and (tmp_path / "big.pt2").stat().st_size > 1000
     assert not repro.is_script(script)  # bti merge and the portal do not copy it without its program
+    assert repro.program_beside(script) == tmp_path / "big.pt2"  # the upstream report names it beside the script
     with pytest.raises(repro.UserError, match="a script's name, not a program's"):
         repro.write(run / "results.jsonl", item, tmp_path / "other.pt2")
     assert not (tmp_path / "other.pt2").exists()
@@ -196,6 +197,29 @@ def test_a_passing_item_is_written_as_a_control_on_request(run: Path) -> None:
     strict.write_text(text.replace("problem = compare(outs, eager, program_outputs)", "problem = compare([o * 1.5 for o in outs], eager, program_outputs)"))
     proc = _run_warm(strict)
     assert proc.returncode == 3 and "DIFFERENT: the outputs are out of tolerance" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path: Path) -> None:
+    """`quantize.reference: per-row` (harness/qd8.py, copied into the script): the dynamic recipe's delegate is within
+    1e-5 of the per-row program on an MLP, where the per-tensor program is not (the script with its reference switched
+    back, and the same tolerance, fails)."""
+    item = "model.mlp.base[float32,static]@xnnpack-int8-dynamic-per-channel"
+    res = run_bti("run", "-s", "models", "-k", "model.mlp.base[[]float32,static]", "-r", "xnnpack-int8-dynamic-per-channel",
+                  "-o", str(tmp_path), "--no-reuse", "--no-report")
+    assert res.code == 0, res.err[-2000:]
+    rec = _records(tmp_path)[item]
+    assert rec["status"] == "PASS" and rec["outputs"][0]["quantized"]["max_abs"] <= 1e-5, rec["outputs"]
+    res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / "mlp.py"), "--passing")
+    assert res.code == 0, res.err
+    text = (tmp_path / "mlp.py").read_text()
+    assert "\nPER_ROW_REFERENCE = True" in text and "def qd8_fake_quantize(" in text
+    tight = re.sub(r"\nTOLERANCE = .*", "\nTOLERANCE = {'atol': 1e-5, 'rtol': 0.0, 'qtol': 0.0, 'rule': 'model'}", text, count=1)
+    (tmp_path / "tight.py").write_text(tight)
+    (tmp_path / "per_tensor.py").write_text(tight.replace("\nPER_ROW_REFERENCE = True", "\nPER_ROW_REFERENCE = False", 1))
+    proc = _run_warm(tmp_path / "tight.py")
+    assert proc.returncode == 0 and "PASSED AS RECORDED" in proc.stdout, proc.stdout[-2000:]
+    proc = _run_warm(tmp_path / "per_tensor.py")
+    assert proc.returncode == 3 and "exceeds the budget" in proc.stdout, proc.stdout[-2000:]
 
 
 @pytest.mark.parametrize("item, words", [

@@ -122,13 +122,16 @@ def collect(main: tuple[Header, list[Record]], others: Iterable[tuple[Header, li
 
 
 def _repro(bug: Bug, results: Path) -> str:
-    from harness.repro import script_name
+    from harness.repro import program_beside, script_name
 
     for rec in bug.items:
         name = script_name(str(rec.get("id")))
-        if (results.parent / "repro" / name).is_file():
+        script = results.parent / "repro" / name
+        if script.is_file():
             # the name is bti's own (script_name: [A-Za-z0-9._-] only), safe in a link
-            return f"[`repro/{name}`](repro/{name}) (`python` it: torch and executorch alone)"
+            beside = program_beside(script)
+            needs = f" and its program, `repro/{beside.name}`, beside it" if beside is not None else ""
+            return f"[`repro/{name}`](repro/{name}) (`python` it: torch and executorch alone{needs})"
     first = str(bug.items[0].get("id"))
     return safe.code(f"bti repro {shlex.quote(first)} --results {shlex.quote(results.name)}", 600) + " writes it"
 
