@@ -597,7 +597,7 @@ def quantize(ep):
             prepared(*clone(inputs))
     converted = convert_pt2e(prepared, fold_quantize=FOLD_QUANTIZE)
     reference = copy.deepcopy(converted)
-    if PER_ROW_REFERENCE:  # the recipe's quantize.reference: per-row (bti's harness/qd8.py, below)
+    if PER_ROW_REFERENCE:  # the recipe's quantize.reference: per-row (bti's qd8 functions, copied below)
         per_row_program(reference)
     with torch.no_grad():
         program_outputs = leaves(reference(*clone(RUN)))  # the quantized reference
