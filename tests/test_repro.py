@@ -134,6 +134,16 @@ def test_a_program_too_large_for_its_script_is_written_beside_it(run: Path, tmp_
     with pytest.raises(repro.Unsupported, match="writes it beside its script"):
         repro._write(found.record, found.header, tmp_path / "auto.py", (), beside=False)
     assert not (tmp_path / "auto.py").exists() and not (tmp_path / "auto.pt2").exists()
+    # through the run's own path (`bti run --repro`): the same item as an unexpected failure gets no script, and a line
+    failing = tmp_path / "failing.jsonl"
+    failing.write_text("".join(  # the run's header and this one record
+        json.dumps({**rec, "status": "FAIL_RUN", "xfail": None}) + "\n" if rec.get("id") == item else line + "\n"
+        for line in (run / "results.jsonl").read_text().splitlines() for rec in [json.loads(line)]
+        if rec.get("id") == item or rec.get("kind") != "result"))
+    written, skipped = repro.write_failures(failing, tmp_path / "auto", 10, (str(SUITE),))
+    assert written == [] and len(skipped) == 1 and skipped[0].startswith(item), skipped
+    assert "writes it beside its script" in skipped[0], skipped
+    assert not list((tmp_path / "auto").glob("*.pt2"))
 
 
 def test_the_rounding_probe_runs_a_scripts_quantized_program(run: Path) -> None:
