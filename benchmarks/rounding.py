@@ -26,6 +26,7 @@ programs here), nothing moves and ``ties`` says nothing. Measures on the script'
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import sys
 from typing import Any
@@ -58,25 +59,36 @@ def _ties(m: Any, q: Any) -> tuple[int, list[float]]:
     return len(nodes), changed
 
 
+def _refuse(line: str) -> None:
+    print(f"rounding.py: {line}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("script", help="a `bti repro` script of a quantized recipe's item")
     ap.add_argument("--per-row", action="store_true", help="quantize dynamic activations per row as XNNPACK does")
     ap.add_argument("--delegate", action="store_true", help="lower and run the program as the script does, and compare")
     args = ap.parse_args(argv)
+    import copy
+
     import torch
 
+    if not os.path.isfile(args.script):
+        _refuse(f"{args.script}: no such file")
     g = runpy.run_path(args.script, run_name="rounding")  # the script's functions; its main() does not run
     torch.set_num_threads(1)
     if not g.get("QUANTIZED"):
-        sys.exit(f"{args.script}: not a quantized recipe's script")
+        _refuse(f"{args.script}: not a quantized recipe's script")
+    if args.per_row and "per_row_program" not in g:
+        _refuse(f"{args.script}: written before bti repro carried harness/qd8.py; write it again")
     ep = g["export"]()
     with torch.no_grad():
         fp32 = g["leaves"](ep.module()(*g["clone"](g["RUN"])))
     qep, _ = g["quantize"](ep)  # the script's own calibration and convert_pt2e
     delegate = None
     if args.delegate:  # before the program's module is changed below
-        edge = g["lower"](qep)
+        edge = g["lower"](copy.deepcopy(qep))  # the program below stays as quantize returned it
         handle = g["load"](edge, g["serialize"](edge))
         delegate = g["run"](handle, g["mutated_inputs"](edge))
     with torch.no_grad():  # the program as written (per tensor, whatever the script's reference)
@@ -85,7 +97,7 @@ def main(argv: list[str]) -> None:
     if args.per_row:  # the script's own copy of harness/qd8.py
         count = g["per_row_program"](m)
         if not count:
-            sys.exit(f"{args.script}: no dynamically quantized activation (choose_qparams -> quantize -> dequantize)")
+            _refuse(f"{args.script}: no dynamically quantized activation (choose_qparams -> quantize -> dequantize)")
     else:
         count, calls = _ties(m, torch.ops.quantized_decomposed.quantize_per_tensor)
         m.recompile()

@@ -16,30 +16,49 @@ from __future__ import annotations
 from typing import Any
 
 
-def qd8_fake_quantize(x: Any, per_image: bool = False) -> Any:
+def qd8_fake_quantize(x: Any, nonbatch_dims: int = 1) -> Any:
     """``x`` quantized to int8 and back as XNNPACK's f32 -> qd8 convert does it, in float32: per row of its last
-    dimension (per element of the first with ``per_image``), the range widened to hold 0, multiplier
-    255 / (max - min), the zero point from the nearer end rounded to even, ``rint(x * multiplier) + zero_point``
-    clamped to int8, and back through the scale XNNPACK keeps (1 / multiplier)."""
+    ``nonbatch_dims`` dimensions (1 for a matrix product's input, 3 for a convolution's: per image), the range widened
+    to hold 0, multiplier 255 / (max - min), the zero point from the nearer end rounded to even,
+    ``rint(x * multiplier) + zero_point`` clamped to int8, and back through the scale XNNPACK keeps (1 / multiplier)."""
+    import math
+
     import torch
 
-    if x.dim() == 0:
-        rows = x.float().reshape(1, 1)
-    else:
-        rows = x.float().reshape(x.shape[0], -1) if per_image else x.float().reshape(-1, x.shape[-1])
+    keep = min(nonbatch_dims, x.dim())
+    rows = x.float().reshape(-1, math.prod(x.shape[x.dim() - keep:]) if keep else 1)
     lo = rows.amin(1, keepdim=True).clamp(max=0.0)
     hi = rows.amax(1, keepdim=True).clamp(min=0.0)
-    mult = torch.where(lo == hi, torch.ones_like(lo), 255.0 / (hi - lo))
+    one = torch.ones_like(lo)  # tensor / tensor divides exactly; `255.0 / t` is t.reciprocal() * 255 in torch
+    mult = torch.where(lo == hi, one, torch.full_like(lo, 255.0) / (hi - lo))
     dlo, dhi = lo * mult, hi * mult
     zp = torch.where((-128.0 + dlo) + (127.0 + dhi) > 0, -128.0 - dlo, 127.0 - dhi).clamp(-128.0, 127.0).round()
     q = (torch.round(rows * mult) + zp).clamp(-128.0, 127.0)
-    return ((q - zp) * (1.0 / mult)).reshape(x.shape).to(x.dtype)
+    return ((q - zp) * (one / mult)).reshape(x.shape).to(x.dtype)
+
+
+def feeds_into_conv(node: Any) -> bool:
+    """XNNPACK's own choice (``QuantParams._feeds_into_conv``): walking the users depth first from the quantize node,
+    a linear before a convolution means per row, a convolution first per image. pt2e's graph names the convolution
+    ``conv1d``/``conv2d``/``conv_transpose2d``…, the edge graph XNNPACK walks ``convolution``."""
+    import re
+
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        name = str(current.target)
+        if "linear" in name:
+            return False
+        if re.search(r"[.]conv(olution|_transpose\d?d?|\dd)[.]", f".{name.split('::')[-1]}."):
+            return True
+        pending.extend(current.users)
+    return False
 
 
 def per_row_program(module: Any) -> int:
     """Rewrite ``module`` (a quantized ``fx.GraphModule``, in place) so that each dequantize of a dynamically quantized
     activation (its scale computed by ``choose_qparams`` from the tensor itself) is ``qd8_fake_quantize`` of the
-    quantize's input, per image where a convolution takes it. Returns how many it rewrote."""
+    quantize's input, per image where XNNPACK would feed it to a convolution. Returns how many it rewrote."""
     import torch
 
     qd = torch.ops.quantized_decomposed
@@ -57,9 +76,9 @@ def per_row_program(module: Any) -> int:
     count = 0
     for node in list(module.graph.nodes):
         if node.op == "call_function" and node.target in dequantize and node.args and dynamic(node.args[0]):
-            per_image = any("conv" in str(user.target) for user in node.users)
+            nonbatch = 3 if feeds_into_conv(node.args[0]) else 1
             with module.graph.inserting_before(node):
-                new = module.graph.call_function(qd8_fake_quantize, (node.args[0].args[0], per_image))
+                new = module.graph.call_function(qd8_fake_quantize, (node.args[0].args[0], nonbatch))
             node.replace_all_uses_with(new)
             module.graph.erase_node(node)
             count += 1
@@ -67,3 +86,8 @@ def per_row_program(module: Any) -> int:
         module.graph.eliminate_dead_code()
         module.recompile()
     return count
+
+
+def dynamic_quantizations(module: Any) -> int:
+    """How many ``choose_qparams`` nodes (dynamic quantization) a graph has, whatever its dialect."""
+    return sum(1 for n in module.graph.nodes if n.op == "call_function" and "choose_qparams" in str(n.target))

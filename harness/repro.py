@@ -433,7 +433,7 @@ def _qd8_code() -> str:
     """harness/qd8.py's functions, as the script's own (a quantized recipe's script: its reference may need them)."""
     from harness import qd8
 
-    return "".join(inspect.getsource(f) + "\n\n" for f in (qd8.qd8_fake_quantize, qd8.per_row_program))
+    return "".join(inspect.getsource(f) + "\n\n" for f in (qd8.qd8_fake_quantize, qd8.feeds_into_conv, qd8.per_row_program))
 
 
 def _partitioner_code(name: str, specs: dict[str, Any]) -> tuple[list[str], str]:
@@ -533,7 +533,7 @@ $header
 #
 # Run: python THIS_FILE.py. It prints the versions, each stage as it runs, and one last line:
 #   REPRODUCED (exit 1)      the recorded stage failed again with the same exception type, or the outputs disagree again;
-#   DIFFERENT (exit 3)       another stage or exception failed;
+#   DIFFERENT (exit 3)       another stage or exception failed (for a control: it did not pass as recorded);
 #   NOT REPRODUCED (exit 0)  every stage passed and the outputs are within tolerance;
 #   PASSED AS RECORDED (exit 0) the same, for an item bti recorded as passing (a control: `bti repro --passing`);
 #   NOT RUN (exit 4)         the stages up to serialize passed and the program runs on a device not written out here.
@@ -818,7 +818,12 @@ def main():
         return 1 if same else 3
     print("[compare] ok")
     if EXPECTED["status"] in ("PASS", "PASS_UNDELEGATED"):  # a control: bti recorded it passing
-        print("PASSED AS RECORDED: every stage passed and the outputs are within tolerance")
+        delegated = sum(1 for n in edge.exported_program().graph.nodes if "executorch_call_delegate" in str(n.target))
+        if (delegated > 0) != (EXPECTED["status"] == "PASS"):  # PASS delegates something, PASS_UNDELEGATED nothing
+            print(f"DIFFERENT: {delegated} delegate call(s) in the lowered program; bti recorded {EXPECTED['status']}")
+            return 3
+        print("PASSED AS RECORDED: every stage passed and the outputs are within tolerance"
+              + ("" if delegated else ", on the portable kernels alone (as recorded: nothing delegated)"))
         return 0
     print("NOT REPRODUCED: every stage passed and the outputs are within tolerance")
     return 0

@@ -419,6 +419,10 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
         if stats is not None:
             facts["partition"] = stats
+            if qref is not None and stats.get("dynamic_quantization_outside_delegate"):
+                # a per-row reference (harness.qd8) stands for the delegate's kernels; what the portable kernels run
+                # is the program as written
+                qref = _as_written(ep, group)
         blob = None
         if Stage.SERIALIZE in backend.stages:
             blob, blobs = stage(Stage.SERIALIZE, lambda: backend.serialize(recipe, lowered), _serialized_fault)
@@ -491,6 +495,15 @@ def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group
     said in the record, and the judge falls back to fp32."""
     try:
         return backend.quantized_reference(recipe, quantized, clone_inputs(group.built.run))
+    except Exception as exc:
+        return QuantizedReference(error=f"{type(exc).__name__}: {first_line(str(exc))[:200]}")
+
+
+def _as_written(quantized: Any, group: Group) -> QuantizedReference:
+    from harness.judge import quantized_reference
+
+    try:
+        return quantized_reference(quantized, clone_inputs(group.built.run))
     except Exception as exc:
         return QuantizedReference(error=f"{type(exc).__name__}: {first_line(str(exc))[:200]}")
 

@@ -211,25 +211,33 @@ def test_a_passing_item_is_written_as_a_control_on_request(run: Path) -> None:
 
 def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path: Path) -> None:
     """`quantize.reference: per-row` (harness/qd8.py, copied into the script): the dynamic recipe's delegate is within
-    1e-5 of the per-row program on an MLP, where the per-tensor program is not (the script with its reference switched
-    back, and the same tolerance, fails)."""
-    item = "model.mlp.base[float32,static]@xnnpack-int8-dynamic-per-channel"
-    res = run_bti("run", "-s", "models", "-k", "model.mlp.base[[]float32,static]", "-r", "xnnpack-int8-dynamic-per-channel",
-                  "-o", str(tmp_path), "--no-reuse", "--no-report")
+    1e-5 of the per-row program on an MLP and of the per-image program on a convolution, where the per-tensor program
+    is not (each script with its reference switched back, and the same tolerance, fails), nor rows of the
+    convolution's last dimension (its script with XNNPACK's per-image choice switched off fails)."""
+    dyn = "xnnpack-int8-dynamic-per-channel"
+    items = {f"model.mlp.base[float32,static]@{dyn}": "mlp", f"op.conv2d.nn_conv[float32,static]@{dyn}": "conv"}
+    res = run_bti("run", "-s", "models", "-s", "ops", "-k", "model.mlp.base[[]float32,static]", "-k", "op.conv2d.nn_conv[[]float32,static]",
+                  "-r", dyn, "-o", str(tmp_path), "--no-reuse", "--no-report")
     assert res.code == 0, res.err[-2000:]
-    rec = _records(tmp_path)[item]
-    assert rec["status"] == "PASS" and rec["outputs"][0]["quantized"]["max_abs"] <= 1e-5, rec["outputs"]
-    res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / "mlp.py"), "--passing")
-    assert res.code == 0, res.err
-    text = (tmp_path / "mlp.py").read_text()
-    assert "\nPER_ROW_REFERENCE = True" in text and "def qd8_fake_quantize(" in text
-    tight = re.sub(r"\nTOLERANCE = .*", "\nTOLERANCE = {'atol': 1e-5, 'rtol': 0.0, 'qtol': 0.0, 'rule': 'model'}", text, count=1)
-    (tmp_path / "tight.py").write_text(tight)
-    (tmp_path / "per_tensor.py").write_text(tight.replace("\nPER_ROW_REFERENCE = True", "\nPER_ROW_REFERENCE = False", 1))
-    proc = _run_warm(tmp_path / "tight.py")
-    assert proc.returncode == 0 and "PASSED AS RECORDED" in proc.stdout, proc.stdout[-2000:]
-    proc = _run_warm(tmp_path / "per_tensor.py")
-    assert proc.returncode == 3 and "exceeds the budget" in proc.stdout, proc.stdout[-2000:]
+    recs = _records(tmp_path)
+    for item, name in items.items():
+        rec = recs[item]
+        assert rec["status"] == "PASS" and rec["outputs"][0]["quantized"]["max_abs"] <= 1e-5, (item, rec["outputs"])
+        res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / f"{name}.py"), "--passing")
+        assert res.code == 0, res.err
+        text = (tmp_path / f"{name}.py").read_text()
+        assert "\nPER_ROW_REFERENCE = True" in text and "def qd8_fake_quantize(" in text
+        tol = {"atol": 1e-5, "rtol": 0.0, "qtol": 0.0, **({"rule": "model"} if name == "mlp" else {})}
+        tight = re.sub(r"\nTOLERANCE = .*", f"\nTOLERANCE = {tol!r}", text, count=1)
+        variants = {"tight": (tight, 0), "per_tensor": (tight.replace("\nPER_ROW_REFERENCE = True", "\nPER_ROW_REFERENCE = False", 1), 3)}
+        if name == "conv":
+            assert tight.count("nonbatch = 3 if feeds_into_conv(") == 1
+            variants["rows"] = (tight.replace("nonbatch = 3 if feeds_into_conv(", "nonbatch = 1 if feeds_into_conv("), 3)
+        for variant, (body, code) in variants.items():
+            (tmp_path / f"{name}_{variant}.py").write_text(body)
+            proc = _run_warm(tmp_path / f"{name}_{variant}.py")
+            want = "PASSED AS RECORDED" if code == 0 else "exceeds the budget"
+            assert proc.returncode == code and want in proc.stdout, (name, variant, proc.stdout[-2000:])
 
 
 @pytest.mark.parametrize("item, words", [

@@ -216,8 +216,10 @@ class ExecuTorchBackend(BaseBackend):
                     raise RecipeError(f"{where('quantize')}: quantize.{flag} takes true or false, not {q[flag]!r}")
             if q.get("reference", "program") not in REFERENCES:
                 raise RecipeError(f"{where('quantize')}: quantize.reference takes {' or '.join(REFERENCES)}, not {q['reference']!r}")
-            if q.get("reference") == "per-row" and not q.get("dynamic"):
-                raise RecipeError(f"{where('quantize')}: quantize.reference per-row is for a dynamic quantizer (dynamic: true)")
+            if q.get("reference") == "per-row" and not (q.get("dynamic") and q.get("quantizer", "xnnpack") == "xnnpack"
+                                                        and "xnnpack" in parts):
+                raise RecipeError(f"{where('quantize')}: quantize.reference per-row is XNNPACK's dynamic quantization "
+                                  "(quantizer: xnnpack, dynamic: true, the xnnpack partitioner)")
             quant = Quantize(**q)
         specs = raw.get("compile_specs") or {}
         edge = raw.get("edge_compile") or {}
@@ -282,13 +284,16 @@ class ExecuTorchBackend(BaseBackend):
         from harness.judge import quantized_reference
 
         cfg = _options(recipe).quantize
-        if cfg is not None and cfg.reference == "per-row" and hasattr(quantized, "module"):
-            from harness.qd8 import per_row_program
+        if cfg is None or cfg.reference != "per-row":
+            return quantized_reference(quantized, inputs)
+        from harness.judge import QuantizedReference
+        from harness.qd8 import dynamic_quantizations, per_row_program
 
-            module = quantized.module()
-            per_row_program(module)
-            return quantized_reference(module, inputs)
-        return quantized_reference(quantized, inputs)
+        module = quantized.module()
+        if not per_row_program(module) and dynamic_quantizations(module):  # never the per-tensor program unsaid
+            return QuantizedReference(error=f"the per-row reference found none of the program's {dynamic_quantizations(module)} "
+                                            "dynamic quantizations in the form it rewrites (choose_qparams -> quantize -> dequantize)")
+        return quantized_reference(module, inputs)
 
     def lower(self, recipe: Recipe, ep: Any, built: Any = None) -> tuple[Any, dict[str, Any]]:
         from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -304,6 +309,12 @@ class ExecuTorchBackend(BaseBackend):
         if vela:  # the Ethos-U compiler's own figures for this program
             stats["vela"] = arm.summarize(vela)
         stats["input_mutations"] = _input_mutation_outputs(program)
+        if opts.quantize is not None and opts.quantize.reference == "per-row":
+            from harness.qd8 import dynamic_quantizations
+
+            outside = dynamic_quantizations(program.graph_module)  # left to the portable kernels: per tensor, as written
+            if outside:
+                stats["dynamic_quantization_outside_delegate"] = outside
         return edge, stats
 
     def serialize(self, recipe: Recipe, lowered: Any) -> tuple[bytes, list[dict[str, Any]]]:

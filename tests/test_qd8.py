@@ -1,0 +1,54 @@
+"""harness/qd8.py against a line-by-line transcription of XNNPACK's C (``xnn_qd8_asymmetric_quantization_params`` and
+the f32 -> qs8 convert: ``lrintf(x * multiplier) + zero_point``, clamped), in scalar float32 arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from harness.qd8 import qd8_fake_quantize
+
+
+def _xnnpack_row(row: np.ndarray) -> np.ndarray:
+    f = np.float32
+    rmin, rmax = min(f(0), f(row.min())), max(f(0), f(row.max()))
+    scale = f(1) if rmin == rmax else f(255) / (rmax - rmin)  # XNNPACK's "scale" is the multiplier
+    dmin, dmax = rmin * scale, rmax * scale
+    zp = (f(-128) - dmin) if (f(-128) + dmin) + (f(127) + dmax) > 0 else (f(127) - dmax)
+    zp = int(np.rint(min(max(zp, f(-128)), f(127))))  # lrintf: ties to even
+    inv = f(1) / scale
+    q = np.clip(np.rint(row * scale).astype(np.int64) + zp, -128, 127)
+    return ((q - zp).astype(np.float32) * inv).astype(np.float32)
+
+
+@pytest.mark.parametrize("name, rows", [
+    ("mixed signs, zero point from the minimum", [[-1.0, 0.25, 2.0, 3.5]]),
+    ("mixed signs, zero point from the maximum", [[-3.5, -0.25, 0.5, 1.0]]),
+    ("all positive: the range widened to 0", [[0.5, 1.0, 7.0, 2.25]]),
+    ("all negative", [[-0.5, -1.0, -7.0, -2.25]]),
+    ("all zero: multiplier 1", [[0.0, 0.0, 0.0, 0.0]]),
+    ("a tie at k + 0.5 after scaling", [[0.0, 1.0, 255.0 / 255.0 * 0.5, -0.0]]),
+    ("rows with their own ranges", [[-1.0, 1.0, 0.5, 0.25], [100.0, -3.0, 2.0, 0.0], [1e-3, 2e-3, -1e-3, 0.0]]),
+])
+def test_rows_match_xnnpacks_arithmetic(name: str, rows: list[list[float]]) -> None:
+    x = torch.tensor(rows, dtype=torch.float32)
+    got = qd8_fake_quantize(x).numpy()
+    want = np.stack([_xnnpack_row(r) for r in x.numpy()])
+    np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_random_rows_and_images() -> None:
+    """Per row of the last dimension for a matrix product's input, per image (the last three) for a convolution's:
+    the same rows either way as the transcription, and not the same as one range for the whole tensor."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 16, generator=g) * torch.tensor([0.01, 1.0, 30.0])[:, None, None]
+    got = qd8_fake_quantize(x, 1).numpy()
+    want = np.stack([_xnnpack_row(r) for r in x.reshape(-1, 16).numpy()]).reshape(x.shape)
+    np.testing.assert_array_equal(got, want)
+    img = torch.randn(2, 3, 4, 4, generator=g) * torch.tensor([0.1, 10.0])[:, None, None, None]
+    got = qd8_fake_quantize(img, 3).numpy()
+    want = np.stack([_xnnpack_row(r) for r in img.reshape(2, -1).numpy()]).reshape(img.shape)
+    np.testing.assert_array_equal(got, want)
+    whole = _xnnpack_row(x.reshape(-1).numpy()).reshape(x.shape)
+    assert not np.array_equal(qd8_fake_quantize(x, 1).numpy(), whole)
