@@ -52,3 +52,23 @@ def test_random_rows_and_images() -> None:
     np.testing.assert_array_equal(got, want)
     whole = _xnnpack_row(x.reshape(-1).numpy()).reshape(x.shape)
     assert not np.array_equal(qd8_fake_quantize(x, 1).numpy(), whole)
+
+
+def test_a_dynamic_quantization_left_outside_the_delegate_is_held_to_the_program_as_written(tmp_path) -> None:
+    """XNNPACK takes no dynamically quantized linear with per-tensor weights: the portable kernels run it per tensor,
+    as the program is written. A per-row recipe's item is then held to that program (within 1e-5), not to the per-row
+    one (0.0085 away on this item), and the record counts what stayed outside."""
+    from .conftest import run_bti
+
+    recipe = tmp_path / "dynpt.yaml"
+    recipe.write_text("name: dyn-per-tensor-weights\ndescription: a test recipe\nbackend: executorch\npartitioners: [xnnpack]\n"
+                      "quantize: {quantizer: xnnpack, per_channel: false, dynamic: true, reference: per-row}\ndtypes: [float32]\n")
+    res = run_bti("run", "-s", "ops", "-k", "op.linear.module[[]float32,static]", "-r", str(recipe), "-o", str(tmp_path / "out"),
+                  "--no-reuse", "--no-report")
+    assert res.code == 0, res.err[-2000:]
+    import json
+
+    (rec,) = [r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines()) if r.get("kind") == "result"]
+    assert rec["status"] == "PASS", rec.get("detail")
+    assert rec["partition"]["dynamic_quantization_outside_delegate"] == 1
+    assert rec["outputs"][0]["quantized"]["max_abs"] <= 1e-5
