@@ -8,7 +8,8 @@ minimum and maximum). The per-tensor program is therefore not what the delegate 
 to an activation step times the weights (measured: ``nn.Linear`` 44.9 dB, ``nn.Conv2d`` 40.0 dB), where the same
 program with ``per_row_program`` is within 1e-7 of the delegate (141.8 and 138.2 dB: float summation order).
 
-Both functions are self-contained (torch only): ``bti repro`` copies their source into its scripts.
+``qd8_fake_quantize``, ``feeds_into_conv`` and ``per_row_program`` are self-contained (torch only): ``bti repro`` copies
+their source into its scripts.
 """
 
 from __future__ import annotations
