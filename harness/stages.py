@@ -419,10 +419,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
         if stats is not None:
             facts["partition"] = stats
-            if qref is not None and stats.get("dynamic_quantization_outside_delegate"):
-                # a per-row reference (harness.qd8) stands for the delegate's kernels; what the portable kernels run
-                # is the program as written
-                qref = _as_written(ep, group)
+            qref = _kept_reference(qref, stats, ep, group)
         blob = None
         if Stage.SERIALIZE in backend.stages:
             blob, blobs = stage(Stage.SERIALIZE, lambda: backend.serialize(recipe, lowered), _serialized_fault)
@@ -499,7 +496,12 @@ def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group
         return QuantizedReference(error=f"{type(exc).__name__}: {first_line(str(exc))[:200]}")
 
 
-def _as_written(quantized: Any, group: Group) -> QuantizedReference:
+def _kept_reference(qref: QuantizedReference | None, stats: dict[str, Any], quantized: Any,
+                    group: Group) -> QuantizedReference | None:
+    """The quantized reference after lowering. A per-row one (harness.qd8) stands for the delegate's kernels: where a
+    dynamic quantization stays outside the delegate, the portable kernels run the program as written, the reference."""
+    if qref is None or not stats.get("dynamic_quantization_outside_delegate"):
+        return qref
     from harness.judge import quantized_reference
 
     try:
