@@ -898,9 +898,9 @@ def is_script(path: Path) -> bool:
         with path.open("rb") as fh:
             if fh.read(len(SCRIPT_FIRST_LINES)) != SCRIPT_FIRST_LINES:
                 return False
-            return PROGRAM_FILE_LINE not in fh.read(1 << 20)  # its program is beside it: copied alone, it could not run
     except OSError:
         return False
+    return program_beside(path) is None  # its program is beside it: copied alone, it could not run
 
 
 def gather(results: list[Path], item_ids: set[str], directory: Path) -> int:

@@ -490,8 +490,12 @@ def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage:
 def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group: Group) -> QuantizedReference:
     """The quantized program run in eager PyTorch on the item's inputs (the backend's hook); its own failure is
     said in the record, and the judge falls back to fp32."""
+    return _reference_or_error(lambda inputs: backend.quantized_reference(recipe, quantized, inputs), group)
+
+
+def _reference_or_error(run: Callable[[tuple[Any, ...]], QuantizedReference], group: Group) -> QuantizedReference:
     try:
-        return backend.quantized_reference(recipe, quantized, clone_inputs(group.built.run))
+        return run(clone_inputs(group.built.run))
     except Exception as exc:
         return QuantizedReference(error=f"{type(exc).__name__}: {first_line(str(exc))[:200]}")
 
@@ -504,10 +508,7 @@ def _kept_reference(qref: QuantizedReference | None, stats: dict[str, Any], quan
         return qref
     from harness.judge import quantized_reference
 
-    try:
-        return quantized_reference(quantized, clone_inputs(group.built.run))
-    except Exception as exc:
-        return QuantizedReference(error=f"{type(exc).__name__}: {first_line(str(exc))[:200]}")
+    return _reference_or_error(lambda inputs: quantized_reference(quantized, inputs), group)
 
 
 def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Comparison, outs: list[Any],
