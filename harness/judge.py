@@ -706,9 +706,8 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
     plain = baseline is None and judgeable
     if recipe.quantized and judgeable and (baseline is None or quantized is not None):
         # against its own quantized program, beside a baseline too (whose outputs then stand in for fp32's)
-        if is_model(item):  # the suite's model bound, or the recipe's own where wider; no step allowance
-            tol = {**tol, **{k: max(float(tol.get(k, QUANTIZED_DEFAULTS[k])), MODEL_QUANTIZED[k]) for k in ("atol", "rtol")},
-                   "qtol": MODEL_QUANTIZED["qtol"], "rule": "model"}
+        if is_model(item):
+            tol = model_bound(tol)
         eager = want if baseline is None else [to_numpy(r) for r in group.ref]  # a model's gain is measured along eager fp32
         result = _judge_quantized(got, want, tol, quantized, verdict, eager)
     elif plain and is_model(item) and rule == "dynamo":
@@ -735,6 +734,13 @@ def _autocast_pair(out: Any, pair: tuple[str, str], low: str) -> tuple[str, str]
     narrow = out.to(getattr(torch, low)).to(out.dtype)
     exact = bool(((narrow == out) | torch.isnan(out)).all())
     return (low, want) if exact else pair
+
+
+def model_bound(tol: dict[str, Any]) -> dict[str, Any]:
+    """A model's outputs under a quantized recipe: the suite's model bound, or the recipe's own where wider; no step
+    allowance."""
+    return {**tol, **{k: max(float(tol.get(k, QUANTIZED_DEFAULTS[k])), MODEL_QUANTIZED[k]) for k in ("atol", "rtol")},
+            "qtol": MODEL_QUANTIZED["qtol"], "rule": "model"}
 
 
 def is_model(item: Item) -> bool:

@@ -8,6 +8,7 @@ imported torch and ``executorch.exir`` (``_run_warm``).
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import runpy
@@ -105,6 +106,26 @@ def test_a_model_case_carries_its_exported_program(run: Path) -> None:
     text = _script(run, f"model.gru.base[float32,dynamic]@{INT8}", "gru.py").read_text()
     assert "PROGRAM = (" in text and "torch.export.load" in text and "#   def forward(self" in text
     assert "Dim('" in text and "DYNAMIC_SHAPES = " in text  # the dynamic batch it failed on
+
+
+def _script_tolerance(text: str) -> dict:
+    line = next(line for line in text.splitlines() if line.startswith("TOLERANCE = "))
+    return ast.literal_eval(line.split("=", 1)[1].split("#", 1)[0].strip())
+
+
+def test_an_item_that_failed_before_comparing_carries_the_tolerance_bti_would_judge_it_by(run: Path) -> None:
+    """Its record names no tolerance; a script that gets past the failure on a fixed version must judge as bti
+    would: a model under an int8 recipe by the model bound (not the operators' 1e-3), an operator by the recipe's."""
+    recs = _records(run)
+    gru, op = f"model.gru.base[float32,dynamic]@{INT8}", f"op.mul.rank0_rank4[float32,static]@{INT8}"
+    assert not recs[gru].get("tolerance") and not recs[op].get("tolerance")  # both failed before the comparison
+    model = _script_tolerance(_script(run, gru, "gru_tol.py").read_text())
+    assert model == {"atol": 0.1, "rtol": 0.04, "qtol": 0.0, "sqnr_db": 10.0, "rule": "model"}, model
+    judged = [r["tolerance"] for r in recs.values() if r["recipe"] == INT8 and r["id"].startswith("op.")
+              and r.get("tolerance") and r["tolerance"].get("rule") != "model"]
+    assert judged, "no judged int8 operator in the run to compare with"
+    opt = _script_tolerance(_script(run, op, "op_tol.py").read_text())
+    assert opt and all(opt[k] == judged[0][k] for k in opt), (opt, judged[0])
 
 
 def test_a_program_too_large_for_its_script_is_written_beside_it(run: Path, tmp_path: Path,
