@@ -25,6 +25,7 @@ from .conftest import FIXTURES, ROOT, run_bti
 from .zygote import Zygote
 
 SUITE = FIXTURES / "suites" / "repro.yaml"
+POINTWISE = FIXTURES / "suites" / "pointwise.yaml"
 INT8 = "xnnpack-int8-static-per-channel"
 # item -> (the status bti records, the stage line its script ends on)
 CASES = {
@@ -234,17 +235,21 @@ def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path:
     """`quantize.reference: per-row` (harness/qd8.py, copied into the script): the dynamic recipe's delegate is within
     1e-5 of the per-row program on an MLP and of the per-image program on a convolution, where the per-tensor program
     is not (each script with its reference switched back, and the same tolerance, fails), nor rows of the
-    convolution's last dimension (its script with XNNPACK's per-image choice switched off fails)."""
+    convolution's last dimension (its script with XNNPACK's per-image choice switched off fails). A 1x1 convolution
+    is XNNPACK's matrix product over each pixel's channels: per pixel, and per image fails."""
     dyn = "xnnpack-int8-dynamic-per-channel"
-    items = {f"model.mlp.base[float32,static]@{dyn}": "mlp", f"op.conv2d.nn_conv[float32,static]@{dyn}": "conv"}
-    res = run_bti("run", "-s", "models", "-s", "ops", "-k", "model.mlp.base[[]float32,static]", "-k", "op.conv2d.nn_conv[[]float32,static]",
+    items = {f"model.mlp.base[float32,static]@{dyn}": "mlp", f"op.conv2d.nn_conv[float32,static]@{dyn}": "conv",
+             f"op.conv2d.nn_conv_1x1[float32,static]@{dyn}": "pointwise"}
+    res = run_bti("run", "-s", "models", "-s", "ops", "-s", str(POINTWISE), "-k", "model.mlp.base[[]float32,static]",
+                  "-k", "op.conv2d.nn_conv[[]float32,static]", "-k", "op.conv2d.nn_conv_1x1[[]float32,static]",
                   "-r", dyn, "-o", str(tmp_path), "--no-reuse", "--no-report")
     assert res.code == 0, res.err[-2000:]
     recs = _records(tmp_path)
     for item, name in items.items():
         rec = recs[item]
         assert rec["status"] == "PASS" and rec["outputs"][0]["quantized"]["max_abs"] <= 1e-5, (item, rec["outputs"])
-        res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / f"{name}.py"), "--passing")
+        res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / f"{name}.py"), "--passing",
+                      "-s", str(POINTWISE))
         assert res.code == 0, res.err
         text = (tmp_path / f"{name}.py").read_text()
         assert "\nPER_ROW_REFERENCE = True" in text and "def qd8_fake_quantize(" in text
@@ -252,8 +257,11 @@ def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path:
         tight = re.sub(r"\nTOLERANCE = .*", f"\nTOLERANCE = {tol!r}", text, count=1)
         variants = {"tight": (tight, 0), "per_tensor": (tight.replace("\nPER_ROW_REFERENCE = True", "\nPER_ROW_REFERENCE = False", 1), 3)}
         if name == "conv":
-            assert tight.count("nonbatch = 3 if feeds_into_conv(") == 1
-            variants["rows"] = (tight.replace("nonbatch = 3 if feeds_into_conv(", "nonbatch = 1 if feeds_into_conv("), 3)
+            assert tight.count("nonbatch = 3 if conv else 1") == 1
+            variants["rows"] = (tight.replace("nonbatch = 3 if conv else 1", "nonbatch = 1"), 3)
+        if name == "pointwise":
+            assert tight.count("bool(conv) and pointwise(conv)") == 1
+            variants["per_image"] = (tight.replace("bool(conv) and pointwise(conv)", "False"), 3)
         for variant, (body, code) in variants.items():
             (tmp_path / f"{name}_{variant}.py").write_text(body)
             proc = _run_warm(tmp_path / f"{name}_{variant}.py")
