@@ -66,7 +66,8 @@ def feeds_into_conv(node: Any) -> Any:
 
 def pointwise(conv: Any) -> bool:
     """Whether XNNPACK runs this convolution (pt2e's ``conv2d``) as a matrix product over each pixel's channels: a 1x1
-    kernel, stride 1, no padding, one group (any dilation). Its input is then quantized per pixel."""
+    kernel, stride 1, no padding, one group (any dilation; a 1x1 kernel's "same" padding is none). Its input is then
+    quantized per pixel."""
     if "conv2d" not in str(conv.target):
         return False
     def shape_of(node: Any) -> Any:  # an exported graph's meta, else convert_pt2e's dequantize of a get_attr
@@ -88,7 +89,7 @@ def pointwise(conv: Any) -> bool:
         return list(value) if isinstance(value, (list, tuple)) else [value]
 
     return (shape is not None and len(shape) == 4 and tuple(shape[2:]) == (1, 1)
-            and all(v == 1 for v in each(given.get("stride", 1))) and all(v == 0 for v in each(given.get("padding", 0)))
+            and all(v == 1 for v in each(given.get("stride", 1))) and all(v in (0, "same", "valid") for v in each(given.get("padding", 0)))
             and given.get("groups", 1) == 1)
 
 
