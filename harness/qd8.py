@@ -31,8 +31,8 @@ def qd8_fake_quantize(x: Any, nonbatch_dims: int = 1, per_pixel: bool = False) -
 
     import torch
 
-    if per_pixel:  # an NCHW tensor, per row of its channels (a pointwise convolution's input)
-        return qd8_fake_quantize(x.movedim(1, -1), 1).movedim(-1, 1)
+    if per_pixel:  # an (N)CHW tensor, per row of its channels (a pointwise convolution's input)
+        return qd8_fake_quantize(x.movedim(-3, -1), 1).movedim(-1, -3)
     keep = min(nonbatch_dims, x.dim())
     rows = x.float().reshape(-1, math.prod(x.shape[x.dim() - keep:]) if keep else 1)
     lo = rows.amin(1, keepdim=True).clamp(max=0.0)
@@ -82,6 +82,8 @@ def pointwise(conv: Any) -> bool:
         return getattr(owner, "shape", None)
 
     shape = shape_of(conv.args[1]) if len(conv.args) > 1 else None
+    if shape is None:  # never a silent per-image guess: the reference then says it has no answer
+        raise ValueError(f"{conv.name}: the weight's shape is not readable, so XNNPACK's per-pixel choice is unknown")
     names = ("stride", "padding", "dilation", "groups")
     given = dict(zip(names, conv.args[3:], strict=False)) | {k: v for k, v in conv.kwargs.items() if k in names}
 
