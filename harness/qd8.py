@@ -70,6 +70,7 @@ def pointwise(conv: Any) -> bool:
     quantized per pixel."""
     if "conv2d" not in str(conv.target):
         return False
+
     def shape_of(node: Any) -> Any:  # an exported graph's meta, else convert_pt2e's dequantize of a get_attr
         val = getattr(node, "meta", {}).get("val")
         if val is not None or getattr(node, "op", None) not in ("get_attr", "call_function"):
@@ -90,7 +91,7 @@ def pointwise(conv: Any) -> bool:
     def each(value: Any) -> list[Any]:
         return list(value) if isinstance(value, (list, tuple)) else [value]
 
-    return (shape is not None and len(shape) == 4 and tuple(shape[2:]) == (1, 1)
+    return (len(shape) == 4 and tuple(shape[2:]) == (1, 1)
             and all(v == 1 for v in each(given.get("stride", 1))) and all(v in (0, "same", "valid") for v in each(given.get("padding", 0)))
             and given.get("groups", 1) == 1)
 
@@ -117,10 +118,10 @@ def per_row_program(module: Any) -> int:
     for node in list(module.graph.nodes):
         if node.op == "call_function" and node.target in dequantize and node.args and dynamic(node.args[0]):
             conv = feeds_into_conv(node.args[0])
-            nonbatch = 3 if conv else 1
+            nonbatch = 3 if conv is not None else 1
             with module.graph.inserting_before(node):
                 new = module.graph.call_function(qd8_fake_quantize, (node.args[0].args[0], nonbatch,
-                                                                     bool(conv) and pointwise(conv)))
+                                                                     conv is not None and pointwise(conv)))
             node.replace_all_uses_with(new)
             module.graph.erase_node(node)
             count += 1

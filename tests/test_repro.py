@@ -259,11 +259,11 @@ def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path:
         tight = re.sub(r"\nTOLERANCE = .*", f"\nTOLERANCE = {tol!r}", text, count=1)
         variants = {"tight": (tight, 0), "per_tensor": (tight.replace("\nPER_ROW_REFERENCE = True", "\nPER_ROW_REFERENCE = False", 1), 3)}
         if name == "conv":
-            assert tight.count("nonbatch = 3 if conv else 1") == 1
-            variants["rows"] = (tight.replace("nonbatch = 3 if conv else 1", "nonbatch = 1"), 3)
+            assert tight.count("nonbatch = 3 if conv is not None else 1") == 1
+            variants["rows"] = (tight.replace("nonbatch = 3 if conv is not None else 1", "nonbatch = 1"), 3)
         if name == "pointwise":
-            assert tight.count("bool(conv) and pointwise(conv)") == 1
-            variants["per_image"] = (tight.replace("bool(conv) and pointwise(conv)", "False"), 3)
+            assert tight.count("conv is not None and pointwise(conv)") == 1
+            variants["per_image"] = (tight.replace("conv is not None and pointwise(conv)", "False"), 3)
         for variant, (body, code) in variants.items():
             (tmp_path / f"{name}_{variant}.py").write_text(body)
             proc = _run_warm(tmp_path / f"{name}_{variant}.py")
