@@ -706,8 +706,7 @@ def judge(item: Item, recipe: Recipe, group: Subject, outs: list[Any], baseline:
     plain = baseline is None and judgeable
     if recipe.quantized and judgeable and (baseline is None or quantized is not None):
         # against its own quantized program, beside a baseline too (whose outputs then stand in for fp32's)
-        if is_model(item):
-            tol = model_bound(tol)
+        tol = quantized_bound(item, tol)
         eager = want if baseline is None else [to_numpy(r) for r in group.ref]  # a model's gain is measured along eager fp32
         result = _judge_quantized(got, want, tol, quantized, verdict, eager)
     elif plain and is_model(item) and rule == "dynamo":
@@ -741,6 +740,12 @@ def model_bound(tol: dict[str, Any]) -> dict[str, Any]:
     allowance."""
     return {**tol, **{k: max(float(tol.get(k, QUANTIZED_DEFAULTS[k])), MODEL_QUANTIZED[k]) for k in ("atol", "rtol")},
             "qtol": MODEL_QUANTIZED["qtol"], "rule": "model"}
+
+
+def quantized_bound(item: Item, tol: dict[str, Any]) -> dict[str, Any]:
+    """What an item of a quantized recipe is held to against its quantized program, as its record names it: a model's
+    bound, an operator's tolerance over ExecuTorch's tester defaults (``bti repro`` carries the same)."""
+    return model_bound(tol) if is_model(item) else {**QUANTIZED_DEFAULTS, **tol}
 
 
 def is_model(item: Item) -> bool:
@@ -788,7 +793,7 @@ def _judge_quantized(got: _Outputs, fp32: list[NDArray[Any]], tol: dict[str, Any
         stats.append(entry)
         if problem:
             problems.append(problem)
-    tolerance = {**{k: tol.get(k, v) for k, v in QUANTIZED_DEFAULTS.items()}, **tol, "reference": "quantized"}
+    tolerance = {**tol, "reference": "quantized"}
     if problems:
         return Comparison(False, "; ".join(problems), tuple(stats), tolerance, owner="backend", reference="quantized")
     if quality:

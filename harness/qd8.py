@@ -99,7 +99,10 @@ def pointwise(conv: Any) -> bool:
 def per_row_program(module: Any) -> int:
     """Rewrite ``module`` (a quantized ``fx.GraphModule``, in place) so that each dequantize of a dynamically quantized
     activation (its scale computed by ``choose_qparams`` from the tensor itself) is ``qd8_fake_quantize`` of the
-    quantize's input, per image where XNNPACK would feed it to a convolution. Returns how many it rewrote."""
+    quantize's input, per image where XNNPACK would feed it to a convolution, per pixel for each pointwise convolution
+    among its users (measured: such a convolution's input is per pixel even where the walk reaches another convolution
+    first; that other convolution's output is then XNNPACK's bug, which the per-image reference shows). Returns how
+    many it rewrote."""
     import torch
 
     qd = torch.ops.quantized_decomposed
@@ -119,10 +122,15 @@ def per_row_program(module: Any) -> int:
         if node.op == "call_function" and node.target in dequantize and node.args and dynamic(node.args[0]):
             conv = feeds_into_conv(node.args[0])
             nonbatch = 3 if conv is not None else 1
-            with module.graph.inserting_before(node):
-                new = module.graph.call_function(qd8_fake_quantize, (node.args[0].args[0], nonbatch,
-                                                                     conv is not None and pointwise(conv)))
-            node.replace_all_uses_with(new)
+            made: dict[bool, Any] = {}
+            for user in list(node.users):  # a pointwise convolution's input is per pixel, whatever else shares it
+                own = user if conv is not None and feeds_into_conv(user) is user else conv
+                pixel = own is not None and pointwise(own)
+                if pixel not in made:
+                    with module.graph.inserting_before(node):
+                        made[pixel] = module.graph.call_function(
+                            qd8_fake_quantize, (node.args[0].args[0], nonbatch, pixel))
+                user.replace_input_with(node, made[pixel])
             module.graph.erase_node(node)
             count += 1
     if count:

@@ -504,13 +504,13 @@ def _unjudged_tolerance(recipe: Any, case: Any, axes: Any, built: Any) -> dict[s
     from types import SimpleNamespace
 
     from harness.cases.case import Item
-    from harness.judge import QUANTIZED_DEFAULTS, is_model, model_bound, tolerance
+    from harness.judge import quantized_bound, tolerance
 
     item = Item(case, recipe.name, axes)
     group = SimpleNamespace(case_tolerance=dict(case.spec.get("tolerance") or {}), built=built)
     tol = tolerance(item, recipe, group)  # group: the two fields of a Group that tolerance() reads
-    if recipe.quantized and not tol.get("shape_only"):  # as the judge records it (judge._judge_quantized)
-        tol = model_bound(tol) if is_model(item) else {**QUANTIZED_DEFAULTS, **tol}
+    if recipe.quantized and not tol.get("shape_only"):
+        tol = quantized_bound(item, tol)
     return _tolerance({"tolerance": tol})
 
 
