@@ -79,6 +79,24 @@ def _dwpw() -> Any:
     return InvertedResidual()
 
 
+def _shared_pointwise() -> Any:
+    """Smallest reproducer of an XNNPACK bug (found by bti): one input, dynamically quantized once, read by a 1x1
+    convolution and a 3x3 one. XNNPACK quantizes it per pixel for the 1x1 (its matrix product over each pixel's
+    channels), and the 3x3 reads those integers through the first pixel's parameters: output[1] is wrong."""
+    import torch
+    import torch.nn as nn
+
+    class SharedInput(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pointwise, self.spatial = nn.Conv2d(16, 8, 1), nn.Conv2d(16, 8, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> Any:
+            return self.pointwise(x), self.spatial(x)
+
+    return SharedInput()
+
+
 def _rnn(cell: str) -> Any:
     import torch
     import torch.nn as nn
@@ -158,6 +176,8 @@ MODELS: dict[str, ModelDef] = {
         ModelDef("cnn", "_cnn", (("B", 3, 32, 32),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("conv",)),
         ModelDef("dwpw_block", "_dwpw", (("B", 16, 16, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("conv", "depthwise")),
         ModelDef("conv_bn_sequential", "_conv_bn_sequential", (("B", 3, 8, 8),), {"B": 2}, {"B": {"min": 1, "max": 4, "run": 3}},
+                 task=None, tags=("conv", "regression")),
+        ModelDef("shared_pointwise", "_shared_pointwise", (("B", 16, 8, 8),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}},
                  task=None, tags=("conv", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
         ModelDef("gru", "_gru", (("B", 8, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("rnn",)),
