@@ -9,8 +9,9 @@ own (the zoo's known failures, OpInfo's ``expectedFailure``); a failure some rul
 lists is XPASS. The message is the record's own detail (the ``[xfail: …]``/``[unexpected: …]`` the verdict added taken
 off) and its error message, as the verdict matched them. SKIP rules, capabilities and FAIL_EXPORT (the case's own) are
 taken as recorded. A rule limited to a kind of machine (``when:``) is judged by the facts the run's header recorded
-(``recipe_info.<recipe>.facts``), not by this machine's, unless ``--this-machine``. Prints each unexpected item, then
-per recipe its statuses and unexpected count.
+(``recipe_info.<recipe>.facts``), and one limited to versions (``versions:``) by the packages it recorded (its
+``packages``: a run on executorch 1.4.1 judged from a 1.5.1 install keeps its 1.4 rules), not by this machine's and
+install's, unless ``--this-machine``. Prints each unexpected item, then per recipe its statuses and unexpected count.
 
 With ``--any-version``, an unexpected failure that a recipe rule limited to other versions would name is printed with
 that rule's ``versions:`` and reason (``also on …``): the candidates for widening a rule to another release, each to be
@@ -33,7 +34,8 @@ def main() -> int:
     ap.add_argument("--any-version", action="store_true",
                     help="name the rule, limited to other versions, that an unexpected failure would match")
     ap.add_argument("--this-machine", action="store_true",
-                    help="judge `when:` rules by this machine's facts, not by those the run's header recorded")
+                    help="judge `when:` and `versions:` rules by this machine's facts and installed packages, not by "
+                         "those the run's header recorded")
     ns = ap.parse_args()
 
     from harness.recipes import Recipe, load_recipe
@@ -49,6 +51,7 @@ def main() -> int:
             if r.get("kind") == "header":
                 if not ns.this_machine:
                     _use_run_facts(r)
+                    _use_run_versions(r)
                 continue
             if "status" not in r or "recipe" not in r:
                 continue
@@ -123,6 +126,21 @@ def _use_run_facts(header: dict[str, Any]) -> None:
         return value
 
     harness.facts.fact = fact  # type: ignore[assignment]
+
+
+def _use_run_versions(header: dict[str, Any]) -> None:
+    """Judge ``versions:`` rules by the packages the run recorded (``packages``, as ``bti run`` writes them; "not
+    installed" is absent); a package the header does not name is read from this install."""
+    import harness.versions
+
+    recorded = {k: v for k, v in (header.get("packages") or {}).items() if isinstance(v, str) and v != "not installed"}
+    absent = {k for k, v in (header.get("packages") or {}).items() if v == "not installed"}
+    here = harness.versions.cached_version
+
+    def version(package: str) -> str | None:
+        return None if package in absent else recorded.get(package) or here(package)
+
+    harness.versions.cached_version = version  # type: ignore[assignment]
 
 
 class _Cases:

@@ -349,3 +349,25 @@ def test_rejudge_holds_a_machine_limited_rule_to_the_facts_the_run_recorded(tmp_
     assert (said in out.stderr) == (precision is None), out.stderr
     if last:
         assert out.stdout.splitlines()[-1] == last, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("executorch, last", [("1.4.1", "xnnpack-int8-dynamic-per-channel: 0 unexpected (1 XFAIL)"),
+                                              ("1.5.1", "xnnpack-int8-dynamic-per-channel: 1 unexpected (1 FAIL_LOWER)")])
+def test_rejudge_holds_a_version_limited_rule_to_the_versions_the_run_recorded(tmp_path: Path, executorch: str,
+                                                                               last: str) -> None:
+    """A run on executorch 1.4.1 keeps its 1.4 rules wherever it is judged again (``versions:``, the header's
+    ``packages``): max_pool2d without a stride fails to lower there and is fixed in 1.5.1, whichever is installed."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    header = {"kind": "header", "packages": {"executorch": executorch, "timm": "not installed"}}
+    rec = {"id": "op.max_pool2d.no_stride_regression[float32,static]@xnnpack-int8-dynamic-per-channel",
+           "recipe": "xnnpack-int8-dynamic-per-channel", "suite": "ops", "status": "FAIL_LOWER",
+           "detail": "lower: IndexError: tuple index out of range (raised at generic_node_configs.py:352 in check_constraints)"}
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.stdout.splitlines()[-1] == last, out.stdout + out.stderr
