@@ -130,15 +130,23 @@ def _use_run_facts(header: dict[str, Any]) -> None:
 
 def _use_run_versions(header: dict[str, Any]) -> None:
     """Judge ``versions:`` rules by the packages the run recorded (``packages``, as ``bti run`` writes them; "not
-    installed" is absent); a package the header does not name is read from this install."""
+    installed" is absent); a package the header does not name is read from this install, and said so on stderr once."""
+    import sys
+
     import harness.versions
 
     recorded = {k: v for k, v in (header.get("packages") or {}).items() if isinstance(v, str) and v != "not installed"}
     absent = {k for k, v in (header.get("packages") or {}).items() if v == "not installed"}
-    here = harness.versions.cached_version
+    here, warned = harness.versions.cached_version, set()
 
     def version(package: str) -> str | None:
-        return None if package in absent else recorded.get(package) or here(package)
+        if package in absent or package in recorded:
+            return None if package in absent else recorded[package]
+        if package not in warned:
+            warned.add(package)
+            print(f"rejudge: the run did not record the package {package}: judged by this install's ({here(package)})",
+                  file=sys.stderr)
+        return here(package)
 
     harness.versions.cached_version = version  # type: ignore[assignment]
 

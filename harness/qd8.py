@@ -45,20 +45,24 @@ def qd8_fake_quantize(x: Any, nonbatch_dims: int = 1, per_pixel: bool = False) -
     return ((q - zp) * (one / mult)).reshape(x.shape).to(x.dtype)
 
 
-def feeds_into_conv(node: Any) -> Any:
-    """XNNPACK's own choice (``QuantParams._feeds_into_conv``): walking the users depth first from the quantize node,
-    a linear before a convolution means per row, a convolution first per image. pt2e's graph names the convolution
-    ``conv1d``/``conv2d``/``conv_transpose2d``…, the edge graph XNNPACK walks ``convolution``. Returns that
-    convolution's node (true), or None."""
+def is_conv(node: Any) -> bool:
+    """Whether the node is a convolution: pt2e's graph names it ``conv1d``/``conv2d``/``conv_transpose2d``…, the edge
+    graph XNNPACK walks ``convolution``."""
     import re
 
+    return re.search(r"[.]conv(olution|_transpose\d?d?|\dd)[.]", f".{str(node.target).split('::')[-1]}.") is not None
+
+
+def feeds_into_conv(node: Any) -> Any:
+    """XNNPACK's own choice (``QuantParams._feeds_into_conv``): walking the users depth first from the quantize node,
+    a linear before a convolution means per row, a convolution first per image. Returns that convolution's node
+    (true), or None."""
     pending = [node]
     while pending:
         current = pending.pop()
-        name = str(current.target)
-        if "linear" in name:
+        if "linear" in str(current.target):
             return None
-        if re.search(r"[.]conv(olution|_transpose\d?d?|\dd)[.]", f".{name.split('::')[-1]}."):
+        if is_conv(current):
             return current
         pending.extend(current.users)
     return None
@@ -99,10 +103,11 @@ def pointwise(conv: Any) -> bool:
 def per_row_program(module: Any) -> int:
     """Rewrite ``module`` (a quantized ``fx.GraphModule``, in place) so that each dequantize of a dynamically quantized
     activation (its scale computed by ``choose_qparams`` from the tensor itself) is ``qd8_fake_quantize`` of the
-    quantize's input, per image where XNNPACK would feed it to a convolution, per pixel for each pointwise convolution
-    among its users (measured: such a convolution's input is per pixel even where the walk reaches another convolution
-    first; that other convolution's output is then XNNPACK's bug, which the per-image reference shows). Returns how
-    many it rewrote."""
+    quantize's input, per image where XNNPACK would feed it to a convolution, and per pixel for each pointwise
+    convolution among its users beside other convolutions (measured: such a convolution's input is per pixel whichever
+    convolution the walk reaches first; the other convolution's output is then XNNPACK's bug, which the per-image
+    reference shows). A linear and a convolution reading one activation is not measured: XNNPACK fails to lower or to
+    run it. Returns how many it rewrote."""
     import torch
 
     qd = torch.ops.quantized_decomposed
@@ -124,7 +129,7 @@ def per_row_program(module: Any) -> int:
             nonbatch = 3 if conv is not None else 1
             made: dict[bool, Any] = {}
             for user in list(node.users):  # a pointwise convolution's input is per pixel, whatever else shares it
-                own = user if conv is not None and feeds_into_conv(user) is user else conv
+                own = user if conv is not None and is_conv(user) else conv
                 pixel = own is not None and pointwise(own)
                 if pixel not in made:
                     with module.graph.inserting_before(node):

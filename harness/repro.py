@@ -433,7 +433,8 @@ def _qd8_code() -> str:
     """harness/qd8.py's functions, as the script's own (a quantized recipe's script: its reference may need them)."""
     from harness import qd8
 
-    return "".join(inspect.getsource(f) + "\n\n" for f in (qd8.qd8_fake_quantize, qd8.feeds_into_conv, qd8.pointwise, qd8.per_row_program))
+    return "".join(inspect.getsource(f) + "\n\n" for f in (qd8.qd8_fake_quantize, qd8.is_conv, qd8.feeds_into_conv, qd8.pointwise,
+                                                             qd8.per_row_program))
 
 
 def _partitioner_code(name: str, specs: dict[str, Any]) -> tuple[list[str], str]:

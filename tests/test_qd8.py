@@ -72,3 +72,35 @@ def test_a_dynamic_quantization_left_outside_the_delegate_is_held_to_the_program
     assert rec["status"] == "PASS", rec.get("detail")
     assert rec["partition"]["dynamic_quantization_outside_delegate"] == 1
     assert rec["outputs"][0]["quantized"]["max_abs"] <= 1e-5
+
+
+@pytest.mark.parametrize("pointwise_first", [True, False])
+def test_each_convolution_reading_one_dynamic_activation_gets_its_own_quantization(pointwise_first: bool) -> None:
+    """One activation, dynamically quantized once, read by a 1x1 and a 3x3 convolution: the 1x1's input is per pixel and
+    the 3x3's per image, whichever of the two XNNPACK's walk reaches first (graph order decides that)."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from harness.qd8 import per_row_program
+
+    class Two(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pointwise, self.spatial = torch.nn.Conv2d(16, 8, 1), torch.nn.Conv2d(16, 8, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return (self.pointwise(x), self.spatial(x)) if pointwise_first else (self.spatial(x), self.pointwise(x))
+
+    x = torch.randn(1, 16, 8, 8)
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+    prepared = prepare_pt2e(torch.export.export(Two().eval(), (x,)).module(), quantizer)
+    prepared(x)
+    module = convert_pt2e(prepared)
+    assert per_row_program(module) == 1
+    convs = [n for n in module.graph.nodes if n.op == "call_function" and "conv2d" in str(n.target)]
+    padded = {("3x3" if len(c.args) > 4 and list(c.args[4]) != [0, 0] else "1x1"): c for c in convs}  # conv2d(x, w, b, stride, padding)
+    assert {k: (c.args[0].target.__name__, *c.args[0].args[1:]) for k, c in padded.items()} == {
+        "1x1": ("qd8_fake_quantize", 3, True), "3x3": ("qd8_fake_quantize", 3, False)}

@@ -241,7 +241,7 @@ def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path:
     is XNNPACK's matrix product over each pixel's channels: per pixel, and per image fails. A 1x1 convolution with a
     stride, padding or groups is a convolution again: within 1e-5 of the per-image program (per pixel is 41 dB off).
     One input read by a 1x1 and a 3x3 convolution: the 1x1's output is per pixel as before, and the 3x3's is XNNPACK's
-    bug (it reads the per-pixel integers through the first pixel's parameters), which the verdict and its repro show."""
+    bug (it reads image n's per-pixel integers through the n-th pixel's parameters), which the verdict and its repro show."""
     dyn = "xnnpack-int8-dynamic-per-channel"
     items = {f"model.mlp.base[float32,static]@{dyn}": "mlp", f"op.conv2d.nn_conv[float32,static]@{dyn}": "conv",
              f"op.conv2d.nn_conv_1x1[float32,static]@{dyn}": "pointwise"}

@@ -356,13 +356,15 @@ def test_rejudge_holds_a_machine_limited_rule_to_the_facts_the_run_recorded(tmp_
 def test_rejudge_holds_a_version_limited_rule_to_the_versions_the_run_recorded(tmp_path: Path, executorch: str,
                                                                                last: str) -> None:
     """A run on executorch 1.4.1 keeps its 1.4 rules wherever it is judged again (``versions:``, the header's
-    ``packages``): max_pool2d without a stride fails to lower there and is fixed in 1.5.1, whichever is installed."""
+    ``packages``): max_pool2d without a stride fails to lower there and is fixed in 1.5.1, whichever is installed (the
+    1.4.1 case fails from the 1.5 venv without it; the 1.5.1 case is its control). A package the header does not name
+    is this install's, and rejudge says so."""
     import subprocess
     import sys
 
     from tests.conftest import ROOT
 
-    header = {"kind": "header", "packages": {"executorch": executorch, "timm": "not installed"}}
+    header = {"kind": "header", "packages": {"executorch": executorch}}
     rec = {"id": "op.max_pool2d.no_stride_regression[float32,static]@xnnpack-int8-dynamic-per-channel",
            "recipe": "xnnpack-int8-dynamic-per-channel", "suite": "ops", "status": "FAIL_LOWER",
            "detail": "lower: IndexError: tuple index out of range (raised at generic_node_configs.py:352 in check_constraints)"}
@@ -371,3 +373,9 @@ def test_rejudge_holds_a_version_limited_rule_to_the_versions_the_run_recorded(t
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert out.stdout.splitlines()[-1] == last, out.stdout + out.stderr
+    assert "rejudge: the run did not record the package executorch" not in out.stderr
+    header["packages"] = {}
+    path.write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert "rejudge: the run did not record the package executorch: judged by this install's" in out.stderr, out.stderr

@@ -82,7 +82,7 @@ def _dwpw() -> Any:
 def _shared_pointwise() -> Any:
     """Smallest reproducer of an XNNPACK bug (found by bti): one input, dynamically quantized once, read by a 1x1
     convolution and a 3x3 one. XNNPACK quantizes it per pixel for the 1x1 (its matrix product over each pixel's
-    channels), and the 3x3 reads those integers through the first pixel's parameters: output[1] is wrong."""
+    channels), and the 3x3 reads image n's integers through the n-th pixel's parameters: output[1] is wrong."""
     import torch
     import torch.nn as nn
 
