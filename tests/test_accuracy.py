@@ -51,6 +51,12 @@ def test_dynamo_rule_arms() -> None:
     assert dynamo_rule(far, cpu, fp64, 1e-4, "bfloat16")["pass"]  # low precision: m = 3
     assert dynamo_rule(far[:999], cpu[:999], fp64[:999], 1e-4, "float32")["multiplier"] == 3.0  # small: m = 3
     assert not dynamo_rule(far, cpu, None, 1e-4, "float32")["pass"]  # no float64 reference: allclose only
+    # the model gave no float64 reference: dynamo's harness falls back to cosine similarity >= 0.99
+    r = dynamo_rule(far, cpu, None, 1e-4, "float32", cosine=True)
+    assert r["pass"] and r["rule"] == "cosine" and 0.99 <= r["cosine"] < 1.0, r
+    tilted = (cpu + 0.2 * rng.standard_normal(4096)).astype(np.float32)  # cosine about 0.98: past dynamo's floor
+    r = dynamo_rule(tilted, cpu, None, 1e-4, "float32", cosine=True)
+    assert not r["pass"] and r["rule"] == "none" and 0.9 < r["cosine"] < 0.99 and "cosine" in r["why"], r
     ints = np.arange(5)
     assert dynamo_rule(ints, ints, None, 1e-4, "int64") == {"pass": True, "rule": "equal"}
     assert not dynamo_rule(ints + 1, ints, None, 1e-4, "int64")["pass"]
@@ -98,7 +104,8 @@ def test_model_checks_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(harness.stages.Group, "fp64_reference", no_fp64)
     no64 = _run(tmp_path, {**base, "name": "no64"}, "", monkeypatch)
     assert no64["status"] == "PASS" and no64["accuracy"]["rule"] == "allclose"
-    assert no64["accuracy"]["fp64_reference"] == "none (RuntimeError: cannot run in float64): allclose only"
+    assert no64["accuracy"]["fp64_reference"] == ("none (RuntimeError: cannot run in float64): allclose, then cosine >= 0.99 "
+                                                  "as dynamo's harness falls back")
     monkeypatch.undo()
     # noise of 1e-7: allclose still holds, but two runs differ; recorded, and a failure only where the recipe asks
     noisy = _run(tmp_path, {**base, "name": "noisy"}, "random", monkeypatch)
