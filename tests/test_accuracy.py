@@ -94,7 +94,7 @@ def test_model_checks_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert clean["status"] == "PASS" and clean["tolerance"] == {"rule": "dynamo", "tol": 1e-4}
     assert clean["accuracy"]["rule"] == "allclose" and clean["accuracy"]["deterministic"] is True
     assert clean["accuracy"]["top1_agreement"] == 1.0 and "fp64_reference" not in clean["accuracy"]
-    # a module with no float64 reference: the rule has its allclose arm only, and the record says so, with why
+    # a module with no float64 reference: allclose, then dynamo's cosine fallback (no RMSE arm), and the record says so, with why
     import harness.stages
 
     def no_fp64(self):  # type: ignore[no-untyped-def]
