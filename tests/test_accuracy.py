@@ -18,8 +18,8 @@ from harness.judge import dynamo_rule
 
 class NoisyDevice(TorchEagerBackend):
     """An eager "device" that misbehaves as $BTI_TEST_NOISE says: ``random`` (fresh noise of 1e-7 each run: not
-    deterministic, still allclose), ``negate`` (every output negated: top-1 changes) or ``flatten`` (the right
-    values in the wrong shape)."""
+    deterministic, still allclose), ``scale`` (every output 0.2% larger: not allclose at 1e-4, its direction kept),
+    ``negate`` (every output negated: top-1 changes) or ``flatten`` (the right values in the wrong shape)."""
 
     name = "noisy-device"
 
@@ -30,6 +30,8 @@ class NoisyDevice(TorchEagerBackend):
         mode = os.environ.get("BTI_TEST_NOISE")
         if mode == "random":
             return [o + torch.randn_like(o) * 1e-7 if o.is_floating_point() else o for o in outs]
+        if mode == "scale":
+            return [o * 1.002 if o.is_floating_point() else o for o in outs]
         if mode == "negate":
             return [-o if o.is_floating_point() else o for o in outs]
         if mode == "flatten":
@@ -54,9 +56,17 @@ def test_dynamo_rule_arms() -> None:
     # the model gave no float64 reference: dynamo's harness falls back to cosine similarity >= 0.99
     r = dynamo_rule(far, cpu, None, 1e-4, "float32", cosine=True)
     assert r["pass"] and r["rule"] == "cosine" and 0.99 <= r["cosine"] < 1.0, r
-    tilted = (cpu + 0.2 * rng.standard_normal(4096)).astype(np.float32)  # cosine about 0.98: past dynamo's floor
-    r = dynamo_rule(tilted, cpu, None, 1e-4, "float32", cosine=True)
-    assert not r["pass"] and r["rule"] == "none" and 0.9 < r["cosine"] < 0.99 and "cosine" in r["why"], r
+    noise = rng.standard_normal(4096)
+    noise -= noise @ cpu / (cpu @ cpu) * cpu  # orthogonal to the output: cosine = 1 / sqrt(1 + k**2 |n|**2 / |cpu|**2)
+    unit = float(np.linalg.norm(noise) / np.linalg.norm(cpu))
+    for want, passes in ((0.9905, True), (0.9895, False), (0.98, False)):
+        k = np.sqrt(1 / want**2 - 1) / unit
+        r = dynamo_rule((cpu + k * noise).astype(np.float32), cpu, None, 1e-4, "float32", cosine=True)
+        assert r["pass"] is passes and abs(r["cosine"] - want) < 1e-4, (want, r)
+        assert r["rule"] == ("cosine" if passes else "none") and (passes or "cosine" in r["why"]), r
+    nan = np.array([1.0, np.nan, 3.0], dtype=np.float32)  # same()'s cosine branch: allclose with equal_nan
+    assert dynamo_rule(nan, nan, None, 1e-4, "float32", cosine=True)["rule"] == "allclose"
+    assert not dynamo_rule(nan, nan, None, 1e-4, "float32")["pass"]
     ints = np.arange(5)
     assert dynamo_rule(ints, ints, None, 1e-4, "int64") == {"pass": True, "rule": "equal"}
     assert not dynamo_rule(ints + 1, ints, None, 1e-4, "int64")["pass"]
@@ -106,6 +116,9 @@ def test_model_checks_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert no64["status"] == "PASS" and no64["accuracy"]["rule"] == "allclose"
     assert no64["accuracy"]["fp64_reference"] == ("none (RuntimeError: cannot run in float64): allclose, then cosine >= 0.99 "
                                                   "as dynamo's harness falls back")
+    scaled = _run(tmp_path, {**base, "name": "scaled"}, "scale", monkeypatch)  # not allclose; its direction is eager's
+    assert scaled["status"] == "PASS" and scaled["accuracy"]["rule"] == "cosine", scaled.get("detail")
+    assert scaled["accuracy"]["cosine"] > 0.99999
     monkeypatch.undo()
     # noise of 1e-7: allclose still holds, but two runs differ; recorded, and a failure only where the recipe asks
     noisy = _run(tmp_path, {**base, "name": "noisy"}, "random", monkeypatch)

@@ -174,7 +174,8 @@ def model_accuracy(records: Sequence[Record], limit: int = 40) -> list[str]:
     if not rows:
         return []
     out = ["## Model accuracy", "",
-           "_rule: dynamo's benchmark rule (allclose, else RMSE against float64) or the recipe's tolerances; agreement: "
+           "_rule: dynamo's benchmark rule (allclose, else RMSE against float64, or cosine >= 0.99 where the model cannot "
+           "run in float64) or the recipe's tolerances; agreement: "
            "top-1 (classifiers) or next-token (LMs) against the reference; deterministic: two runs on the device gave identical outputs._", "",
            "| item | status | rule | agreement | deterministic |", "|---|---|---|---:|---|"]
     for rec in sorted(rows, key=lambda r: (not status_of(r).is_failure, r["id"]))[:limit]:
