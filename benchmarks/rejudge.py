@@ -135,13 +135,12 @@ def _use_run_versions(header: dict[str, Any]) -> None:
 
     import harness.versions
 
-    recorded = {k: v for k, v in (header.get("packages") or {}).items() if isinstance(v, str) and v != "not installed"}
-    absent = {k for k, v in (header.get("packages") or {}).items() if v == "not installed"}
+    recorded = {k: None if v == "not installed" else v for k, v in (header.get("packages") or {}).items() if isinstance(v, str)}
     here, warned = harness.versions.cached_version, set()
 
     def version(package: str) -> str | None:
-        if package in absent or package in recorded:
-            return None if package in absent else recorded[package]
+        if package in recorded:
+            return recorded[package]
         if package not in warned:
             warned.add(package)
             print(f"rejudge: the run did not record the package {package}: judged by this install's ({here(package)})",
