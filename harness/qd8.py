@@ -106,8 +106,10 @@ def per_row_program(module: Any) -> int:
     quantize's input, per image where XNNPACK would feed it to a convolution, and per pixel for each pointwise
     convolution among its users beside other convolutions (measured: such a convolution's input is per pixel whichever
     convolution the walk reaches first; the other convolution's output is then XNNPACK's bug, which the per-image
-    reference shows). A linear and a convolution reading one activation is not measured: XNNPACK fails to lower or to
-    run it. Returns how many it rewrote."""
+    reference shows). A linear and a 3x3 convolution reading one activation, the linear first: the convolution's
+    output is per image (136 dB from this reference); the linear's is the delegate's channels-last bug (it reads the
+    convolution's NHWC copy, ``model.shared_linear_conv``), so no right linear output has been measured beside a
+    convolution, and with the convolution first XNNPACK does not lower it. Returns how many it rewrote."""
     import torch
 
     qd = torch.ops.quantized_decomposed

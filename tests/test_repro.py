@@ -242,29 +242,36 @@ def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path:
     stride, padding or groups is a convolution again: within 1e-5 of the per-image program (per pixel is 41 dB off).
     One input read by a 1x1 and a 3x3 convolution (`model.shared_pointwise`): the 1x1's output is per pixel as before,
     and the 3x3's is XNNPACK's bug (it reads image n's per-pixel integers through the n-th pixel's parameters), which
-    the verdict (an XFAIL by the recipe's rule) and its repro show."""
+    the verdict (an XFAIL by the recipe's rule) and its repro show. One input read by a linear layer and a 3x3
+    convolution (`model.shared_linear_conv`): the convolution's output is per image, and the linear's is the
+    delegate's channels-last bug (it reads the convolution's NHWC copy), shown the same way."""
     dyn = "xnnpack-int8-dynamic-per-channel"
     items = {f"model.mlp.base[float32,static]@{dyn}": "mlp", f"op.conv2d.nn_conv[float32,static]@{dyn}": "conv",
              f"op.conv2d.nn_conv_1x1[float32,static]@{dyn}": "pointwise"}
-    shared = f"model.shared_pointwise.base[float32,static]@{dyn}"  # the models suite's reproducer of the bug
+    # the models suite's reproducers of the two bugs: {item: (the output the bug spoils, the right one)}
+    shared = {f"model.shared_pointwise.base[float32,static]@{dyn}": (1, 0),
+              f"model.shared_linear_conv.base[float32,static]@{dyn}": (0, 1)}
     res = run_bti("run", "-s", "models", "-s", "ops", "-s", str(POINTWISE), "-k", "model.mlp.base[[]float32,static]",
                   "-k", "op.conv2d.nn_conv[[]float32,static]", "-k", "op.conv2d.nn_conv_1x1*[[]float32,static]",
-                  "-k", "model.shared_pointwise.base[[]float32,static]", "-r", dyn, "-o", str(tmp_path), "--no-reuse",
+                  "-k", "model.shared_*.base[[]float32,static]", "-r", dyn, "-o", str(tmp_path), "--no-reuse",
                   "--no-report")
     recs = _records(tmp_path)
-    assert res.code == 0 and {i for i, r in recs.items() if r["status"] != "PASS"} == {shared}, res.err[-2000:]
+    assert res.code == 0 and {i for i, r in recs.items() if r["status"] != "PASS"} == set(shared), res.err[-2000:]
     others = [f"op.conv2d.nn_conv_1x1_{k}[float32,static]@{dyn}" for k in ("stride2", "padded", "grouped")]
-    for item in [*items, *others, shared]:
+    for item in [*items, *others]:
         rec = recs[item]
         assert rec["outputs"][0]["quantized"]["max_abs"] <= 1e-5, (item, rec["outputs"])
-    bug = recs[shared]  # the recipe's rule names it: XFAIL, its own failure a FAIL_MISMATCH on output[1]
-    assert bug["status"] == "XFAIL" and bug["xfail"]["status"] == "FAIL_MISMATCH" \
-        and bug["detail"].startswith("FAIL_MISMATCH: output[1]: ") and bug["outputs"][1]["quantized"]["max_abs"] > 0.1, bug
-    res = run_bti("repro", shared, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / "shared.py"))
-    assert res.code == 0, res.err
-    proc = _run_warm(tmp_path / "shared.py")
-    assert proc.returncode == 1 and "[compare] failed: output[1]: " in proc.stdout \
-        and proc.stdout.strip().splitlines()[-1] == "REPRODUCED: the outputs are out of tolerance", proc.stdout[-2000:]
+    for n, (item, (wrong, right)) in enumerate(shared.items()):
+        bug = recs[item]  # the recipe's rule names it: XFAIL, its own failure a FAIL_MISMATCH on the spoilt output
+        assert bug["status"] == "XFAIL" and bug["xfail"]["status"] == "FAIL_MISMATCH" \
+            and bug["detail"].startswith(f"FAIL_MISMATCH: output[{wrong}]: ") \
+            and bug["outputs"][wrong]["quantized"]["max_abs"] > 0.1 \
+            and bug["outputs"][right]["quantized"]["max_abs"] <= 1e-5, bug
+        res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / f"shared{n}.py"))
+        assert res.code == 0, res.err
+        proc = _run_warm(tmp_path / f"shared{n}.py")
+        assert proc.returncode == 1 and f"[compare] failed: output[{wrong}]: " in proc.stdout \
+            and proc.stdout.strip().splitlines()[-1] == "REPRODUCED: the outputs are out of tolerance", proc.stdout[-2000:]
     for item, name in items.items():
         res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / f"{name}.py"), "--passing",
                       "-s", str(POINTWISE))

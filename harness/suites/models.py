@@ -97,6 +97,26 @@ def _shared_pointwise() -> Any:
     return SharedInput()
 
 
+def _shared_linear_conv() -> Any:
+    """Smallest reproducer of an ExecuTorch XNNPACK bug (found by bti): one input, dynamically quantized once, read by
+    a linear layer over its last dimension and then by a 3x3 convolution. The delegate's channels-last pass gives the
+    convolution an NHWC copy of the input and, under dynamic quantization, replaces every use of the input with it, so
+    the linear (already processed, NCHW) reads the NHWC copy: output[0] is the linear over x.permute(0, 2, 3, 1). The
+    input is square in C, H and W so the shapes agree and the program runs (otherwise execute fails with 0x10)."""
+    import torch
+    import torch.nn as nn
+
+    class SharedLinearConv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc, self.conv = nn.Linear(8, 4), nn.Conv2d(8, 4, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> Any:
+            return self.fc(x), self.conv(x)
+
+    return SharedLinearConv()
+
+
 def _rnn(cell: str) -> Any:
     import torch
     import torch.nn as nn
@@ -179,6 +199,8 @@ MODELS: dict[str, ModelDef] = {
                  task=None, tags=("conv", "regression")),
         ModelDef("shared_pointwise", "_shared_pointwise", (("B", 16, 8, 8),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}},
                  task=None, tags=("conv", "regression")),
+        ModelDef("shared_linear_conv", "_shared_linear_conv", (("B", 8, 8, 8),), {"B": 2},
+                 {"B": {"min": 1, "max": 8, "run": 3}}, task=None, tags=("conv", "linear", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
         ModelDef("gru", "_gru", (("B", 8, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("rnn",)),
         ModelDef("lstm", "_lstm", (("B", 8, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("rnn",)),
