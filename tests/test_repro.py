@@ -415,3 +415,35 @@ def test_bti_merge_takes_the_shards_scripts_with_their_results(tmp_path: Path) -
     res = run_bti("merge", *(str(o / "results.jsonl") for o in outs), "-o", str(tmp_path / "merged" / "results.jsonl"))
     assert res.code == 0 and "3 repro script(s)" in res.out, res.out + res.err
     assert sorted(p.name for p in (tmp_path / "merged" / "repro").glob("*.py")) == written
+
+
+def test_a_program_torch_cannot_load_back_is_not_written_out() -> None:
+    """torch 2.14 saves an empty `with torch.no_grad():` block (TorchBench's Reformer has them) as a
+    wrap_with_set_grad_enabled node that torch.export.load then rejects: a script starting from that load would fail
+    at export, not where bti's run failed, so `bti repro` says so in one line instead. The control (the same module
+    without the empty block) is written out."""
+    from types import SimpleNamespace
+
+    import torch
+
+    import harness.repro as repro
+
+    class Block(torch.nn.Module):
+        def __init__(self, empty: bool) -> None:
+            super().__init__()
+            self.empty = empty
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.empty:
+                with torch.no_grad():
+                    pass
+            return x * 2 + 1
+
+    def source(empty: bool) -> str:
+        built = SimpleNamespace(module=Block(empty), example=(torch.randn(2, 4),), dynamic_shapes=None)
+        return repro._module_source(SimpleNamespace(id="model.block"), built, 0, "float32")[0]
+
+    assert "PROGRAM = (" in source(False)
+    with pytest.raises(repro.Unsupported, match=r"^model\.block: .*torch\.export\.load cannot read back .*"
+                                                r"SpecViolationError.*reproduce with `bti run`$"):
+        source(True)
