@@ -238,15 +238,16 @@ def _module_source(case: Any, built: Any, seed: int, dtype: str,
     code = "\n".join("#   " + line for line in ep.graph_module.code.strip().splitlines()[:80])
     data = buf.getvalue()  # one copy: a real-size model's is a gigabyte
     del ep, buf
-    _check_loads(case, data)
     size = len(data)
+    if size > MAX_PROGRAM_BYTES and program_file is None:
+        raise Unsupported(f"{case.id}: its exported program is {size / 1e6:.0f} MB with its weights, more than "
+                          f"{MAX_PROGRAM_BYTES // 10**6} MB to carry in a script: `bti repro` writes it beside its script")
+    _check_loads(case, data)
     if size <= MAX_PROGRAM_BYTES:
         return (f"# the module as bti exported it (torch.export.save), with its weights; its graph:\n{code}\n"
                 f"PROGRAM = {_b64(data)}\n\n\n"
                 "def module():\n    return torch.export.load(io.BytesIO(zlib.decompress(base64.b64decode(PROGRAM)))).module()\n"), True, None
-    if program_file is None:
-        raise Unsupported(f"{case.id}: its exported program is {size / 1e6:.0f} MB with its weights, more than "
-                          f"{MAX_PROGRAM_BYTES // 10**6} MB to carry in a script: `bti repro` writes it beside its script")
+    assert program_file is not None  # the larger program without a file beside it is refused above
     name = program_file.name
     return (f"# the module as bti exported it (torch.export.save), with its weights: {size / 1e6:.0f} MB, too large to carry\n"
             f"# here, so it is in {_CONTROL.sub(' ', name)} beside this script (written with it); its graph:\n{code}\n"
@@ -262,17 +263,20 @@ def _module_source(case: Any, built: Any, seed: int, dtype: str,
 
 
 def _check_loads(case: Any, data: bytes) -> None:
-    """The script starts from ``torch.export.load`` of these bytes: a program torch cannot read back (torch 2.14 saves
-    an empty ``with torch.no_grad():`` block as a ``wrap_with_set_grad_enabled`` node it then rejects on load, as in
-    TorchBench's Reformer) would make a script that fails at export, not where bti's run failed."""
+    """The script starts from ``torch.export.load`` of these bytes: a program torch cannot read back (torch 2.13 and
+    2.14 save an empty ``with torch.no_grad():`` block as a ``wrap_with_set_grad_enabled`` node they then reject on
+    load, as in TorchBench's Reformer) would make a script that fails at export, not where bti's run failed. Costs a
+    second copy of the weights for the load's duration."""
     import torch
 
     try:
         torch.export.load(io.BytesIO(data))
+    except MemoryError:
+        raise
     except Exception as exc:
         raise Unsupported(f"{case.id}: its module is written out as its exported program, and torch.export.load cannot "
-                          f"read back what torch.export.save wrote ({type(exc).__name__}: {first_line(str(exc))[:200]}; "
-                          "torch's bug): reproduce with `bti run`") from exc
+                          f"read back what torch.export.save wrote ({type(exc).__name__}: "
+                          f"{first_line(str(exc))[:200].rstrip('.')}): reproduce with `bti run`") from exc
 
 
 def _op_source(module: Any, seed: int, dtype: str) -> str | None:

@@ -79,22 +79,29 @@ def _dwpw() -> Any:
     return InvertedResidual()
 
 
+def _two_readers(first: Any, second: Any) -> Any:
+    """One input read by two layers: (first(x), second(x))."""
+    import torch
+    import torch.nn as nn
+
+    class TwoReaders(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.second = first, second
+
+        def forward(self, x: torch.Tensor) -> Any:
+            return self.first(x), self.second(x)
+
+    return TwoReaders()
+
+
 def _shared_pointwise() -> Any:
     """Smallest reproducer of an XNNPACK bug (found by bti): one input, dynamically quantized once, read by a 1x1
     convolution and a 3x3 one. XNNPACK quantizes it per pixel for the 1x1 (its matrix product over each pixel's
     channels), and the 3x3 reads image n's integers through the n-th pixel's parameters: output[1] is wrong."""
-    import torch
     import torch.nn as nn
 
-    class SharedInput(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.pointwise, self.spatial = nn.Conv2d(16, 8, 1), nn.Conv2d(16, 8, 3, padding=1)
-
-        def forward(self, x: torch.Tensor) -> Any:
-            return self.pointwise(x), self.spatial(x)
-
-    return SharedInput()
+    return _two_readers(nn.Conv2d(16, 8, 1), nn.Conv2d(16, 8, 3, padding=1))
 
 
 def _shared_linear_conv() -> Any:
@@ -103,18 +110,9 @@ def _shared_linear_conv() -> Any:
     convolution an NHWC copy of the input and, under dynamic quantization, replaces every use of the input with it, so
     the linear (already processed, NCHW) reads the NHWC copy: output[0] is the linear over x.permute(0, 2, 3, 1). The
     input is square in C, H and W so the shapes agree and the program runs (otherwise execute fails with 0x10)."""
-    import torch
     import torch.nn as nn
 
-    class SharedLinearConv(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.fc, self.conv = nn.Linear(8, 4), nn.Conv2d(8, 4, 3, padding=1)
-
-        def forward(self, x: torch.Tensor) -> Any:
-            return self.fc(x), self.conv(x)
-
-    return SharedLinearConv()
+    return _two_readers(nn.Linear(8, 4), nn.Conv2d(8, 4, 3, padding=1))
 
 
 def _rnn(cell: str) -> Any:
