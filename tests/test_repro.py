@@ -447,3 +447,46 @@ def test_a_program_torch_cannot_load_back_is_not_written_out() -> None:
     with pytest.raises(repro.Unsupported, match=r"^model\.block: .*torch\.export\.load cannot read back .*"
                                                 r"SpecViolationError.*reproduce with `bti run`$"):
         source(True)
+
+
+def test_a_scripts_quantize_leaves_out_the_input_guards_the_arm_passes_cannot_run() -> None:
+    """A script starts from its program loaded back from torch.export.save, and `ep.module()` of that program calls the
+    input guards as a submodule, which the Arm quantizer's RewriteInplaceArithmeticPass cannot run where the graph has
+    an in-place op ("call_module is not supported": TorchBench's RepVGG on arm-tosa-int). The script's quantize asks
+    for the module without them; the same program with them fails (the control)."""
+    import base64
+    import io
+    import zlib
+    from types import SimpleNamespace
+
+    import torch
+    from executorch.backends.arm.quantizer import get_symmetric_quantization_config
+    from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
+    from executorch.backends.arm.util._factory import create_quantizer
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
+    import harness.repro as repro
+
+    class Residual(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.conv(x)
+            y += x
+            return torch.relu(y)
+
+    example = (torch.randn(1, 3, 8, 8),)
+    built = SimpleNamespace(module=Residual().eval(), example=example, dynamic_shapes=None)
+    scope: dict = {"torch": torch, "io": io, "zlib": zlib, "base64": base64}
+    exec(repro._module_source(SimpleNamespace(id="model.residual"), built, 0, "float32")[0], scope)
+    ep = torch.export.export(scope["module"](), example, strict=False)  # the script's export()
+
+    def quantizer() -> object:
+        return create_quantizer(TosaCompileSpec("TOSA-1.0+INT")).set_global(get_symmetric_quantization_config(is_per_channel=True))
+
+    assert "prepared = prepare_pt2e(ep.module(check_guards=False), quantizer())" in repro._SCRIPT
+    prepare_pt2e(ep.module(check_guards=False), quantizer())
+    with pytest.raises(Exception, match="RewriteInplaceArithmeticPass"):
+        prepare_pt2e(ep.module(), quantizer())
