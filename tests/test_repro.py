@@ -417,13 +417,21 @@ def test_bti_merge_takes_the_shards_scripts_with_their_results(tmp_path: Path) -
     assert sorted(p.name for p in (tmp_path / "merged" / "repro").glob("*.py")) == written
 
 
+def _exported_source(module: object, example: tuple[object, ...]) -> str:
+    """A model case's module as `bti repro` writes it: its exported program, saved into the script."""
+    from types import SimpleNamespace
+
+    import harness.repro as repro
+
+    built = SimpleNamespace(module=module, example=example, dynamic_shapes=None)
+    return repro._module_source(SimpleNamespace(id="model.block"), built, 0, "float32")[0]
+
+
 def test_a_program_torch_cannot_load_back_is_not_written_out() -> None:
-    """torch 2.14 saves an empty `with torch.no_grad():` block (TorchBench's Reformer has them) as a
+    """torch 2.13 and 2.14 save an empty `with torch.no_grad():` block (TorchBench's Reformer has them) as a
     wrap_with_set_grad_enabled node that torch.export.load then rejects: a script starting from that load would fail
     at export, not where bti's run failed, so `bti repro` says so in one line instead. The control (the same module
     without the empty block) is written out."""
-    from types import SimpleNamespace
-
     import torch
 
     import harness.repro as repro
@@ -439,14 +447,10 @@ def test_a_program_torch_cannot_load_back_is_not_written_out() -> None:
                     pass
             return x * 2 + 1
 
-    def source(empty: bool) -> str:
-        built = SimpleNamespace(module=Block(empty), example=(torch.randn(2, 4),), dynamic_shapes=None)
-        return repro._module_source(SimpleNamespace(id="model.block"), built, 0, "float32")[0]
-
-    assert "PROGRAM = (" in source(False)
+    assert "PROGRAM = (" in _exported_source(Block(False), (torch.randn(2, 4),))
     with pytest.raises(repro.Unsupported, match=r"^model\.block: .*torch\.export\.load cannot read back .*"
                                                 r"SpecViolationError.*reproduce with `bti run`$"):
-        source(True)
+        _exported_source(Block(True), (torch.randn(2, 4),))
 
 
 def test_a_scripts_quantize_leaves_out_the_input_guards_the_arm_passes_cannot_run() -> None:
@@ -457,15 +461,12 @@ def test_a_scripts_quantize_leaves_out_the_input_guards_the_arm_passes_cannot_ru
     import base64
     import io
     import zlib
-    from types import SimpleNamespace
 
     import torch
-    from executorch.backends.arm.quantizer import get_symmetric_quantization_config
-    from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
-    from executorch.backends.arm.util._factory import create_quantizer
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
     import harness.repro as repro
+    from harness.backends import arm
 
     class Residual(torch.nn.Module):
         def __init__(self) -> None:
@@ -478,13 +479,12 @@ def test_a_scripts_quantize_leaves_out_the_input_guards_the_arm_passes_cannot_ru
             return torch.relu(y)
 
     example = (torch.randn(1, 3, 8, 8),)
-    built = SimpleNamespace(module=Residual().eval(), example=example, dynamic_shapes=None)
     scope: dict = {"torch": torch, "io": io, "zlib": zlib, "base64": base64}
-    exec(repro._module_source(SimpleNamespace(id="model.residual"), built, 0, "float32")[0], scope)
+    exec(_exported_source(Residual().eval(), example), scope)
     ep = torch.export.export(scope["module"](), example, strict=False)  # the script's export()
 
-    def quantizer() -> object:
-        return create_quantizer(TosaCompileSpec("TOSA-1.0+INT")).set_global(get_symmetric_quantization_config(is_per_channel=True))
+    def quantizer() -> object:  # arm-tosa-int's
+        return arm.quantizer("tosa", {"tosa_spec": "TOSA-1.0+INT"}, per_channel=True, dynamic=False)
 
     assert "prepared = prepare_pt2e(ep.module(check_guards=False), quantizer())" in repro._SCRIPT
     prepare_pt2e(ep.module(check_guards=False), quantizer())
