@@ -633,7 +633,8 @@ def quantize(ep):
     import executorch.kernels.quantized  # noqa: F401  (the quantized_decomposed out variants the runtime needs)
 
     # without the input guards' call_module, which the Arm quantizer's passes cannot run (RewriteInplaceArithmeticPass:
-    # "call_module is not supported") where a program loaded back from torch.export.save carries it
+    # "call_module is not supported") on a graph with an in-place op; torch leaves it out by itself only when a calling
+    # file's path contains "executorch", which this script's need not
     prepared = prepare_pt2e(ep.module(check_guards=False), quantizer())
     with torch.no_grad():
         for inputs in ($calibrate):
