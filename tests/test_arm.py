@@ -232,16 +232,7 @@ def test_the_arm_quantizer_runs_on_a_residual_in_place_add_whatever_the_calling_
     from harness.backends import arm
     from harness.backends.executorch import ExecuTorchBackend
     from harness.recipes import load_recipe
-
-    class Residual(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = self.conv(x)
-            y += x
-            return torch.relu(y)
+    from tests.in_place import Residual
 
     monkeypatch.setattr(unlift, "_ok_to_generate_guards_fn", lambda: True)
     torch.manual_seed(0)

@@ -468,18 +468,9 @@ def test_a_scripts_quantize_leaves_out_the_input_guards_the_arm_passes_cannot_ru
 
     import harness.repro as repro
     from harness.backends import arm
+    from tests.in_place import Residual
 
     monkeypatch.setattr("torch.export._unlift._ok_to_generate_guards_fn", lambda: True)
-
-    class Residual(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = self.conv(x)
-            y += x
-            return torch.relu(y)
 
     example = (torch.randn(1, 3, 8, 8),)
     scope: dict = {"torch": torch, "io": io, "zlib": zlib, "base64": base64}
