@@ -120,6 +120,34 @@ def test_shard_costs_are_measured_seconds_else_a_capped_estimate_and_nothing_for
     assert by_id["zoo.huggingface.openai_gpt-oss-20b"].spec["cost"] == zoo.ESTIMATE_CAP
 
 
+def test_a_row_killed_out_of_memory_on_an_exporting_recipe_declares_at_least_what_its_worker_reached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The estimate from parameters and outputs missed ALBERT (xxlarge), whose worker passed 13.2 GB on XNNPACK against
+    7.0 declared: a sweep's out-of-memory kills become the row's floor (``--peaks``), so the next sweep on a smaller
+    worker skips it with both figures instead of crashing on it again. Eager recipes' kills, other crashes and a peak
+    under the estimate change nothing."""
+    oom = "out of memory: the worker's RSS reached {} GB, above the worker memory limit of {} GB (--worker-memory, ...)"
+    results = _write(tmp_path / "r.jsonl", _header("r", 29), [
+        _rec("zoo.huggingface.AlbertForMaskedLM", "xnnpack", "CRASH", op=None, detail=oom.format(9.2, 9.0)),
+        _rec("zoo.huggingface.AlbertForMaskedLM", "xnnpack-int8-static-per-channel", "CRASH", op=None, detail=oom.format(13.2, 13.0)),
+        _rec("zoo.huggingface.T5Small", "torch-cpu", "CRASH", op=None, detail=oom.format(30.0, 29.0), backend="torch-eager"),
+        _rec("zoo.huggingface.T5Small", "xnnpack", "CRASH", op=None, detail="worker died with SIGABRT"),
+        _rec("zoo.timm.mobilenetv2_100", "xnnpack", "PASS", op=None, peak_rss_mb=40000.0),
+    ])
+    assert zoo.measured_peaks(results) == {"zoo.huggingface.AlbertForMaskedLM": 13.2}
+
+    def declared(case_id: str) -> float:
+        return next(c.spec["memory_gb"] for c in zoo.zoo_cases() if c.id == case_id)
+
+    estimate = declared("zoo.huggingface.AlbertForMaskedLM")
+    sizes = zoo.sizes()
+    sizes["zoo.huggingface.AlbertForMaskedLM"] = {**sizes["zoo.huggingface.AlbertForMaskedLM"], "peak_gb": 13.2}
+    monkeypatch.setattr(zoo, "sizes", lambda: sizes)
+    assert estimate < 13.2 and declared("zoo.huggingface.AlbertForMaskedLM") == 13.2
+    sizes["zoo.huggingface.AlbertForMaskedLM"]["peak_gb"] = 1.0  # a floor under the estimate: the estimate stands
+    assert declared("zoo.huggingface.AlbertForMaskedLM") == estimate
+
+
 def _model_records() -> list[dict]:
     lat = {"latency_ms": {"median": 10.0}}
     return [

@@ -28,7 +28,9 @@ compiled recipes): ``lm`` token agreement, ``classifier`` top-1 agreement, ``fea
 Sizes: ``zoo_sizes.json`` holds each model's parameter count and input size, measured by building it on
 the meta device (``python -m harness.suites.zoo --sizes``, which rewrites the file). From it each case
 declares the memory a worker needs (``memory_gb``): a model that cannot fit under the worker memory
-limit is SKIP with both figures, never killed half-way.
+limit is SKIP with both figures, never killed half-way. Where a sweep measured more than that estimate (a worker
+killed out of memory on an exporting recipe: ``--peaks RESULTS.jsonl``), the row's ``peak_gb`` is its floor, so the
+next sweep on a machine that small skips the row instead of crashing on it again.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import functools
 import glob
 import hashlib
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -345,7 +348,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
         if size.get("params"):
             spec["params"] = int(size["params"])
             params, outputs = float(size["params"]), float(size.get("outputs", 0))
-            spec["memory_gb"] = memory_gb(params, outputs)
+            spec["memory_gb"] = max(memory_gb(params, outputs), float(size.get("peak_gb", 0.0)))  # a measured floor
             spec["memory_gb_without_export"] = memory_gb(params, outputs, EAGER_FACTOR)  # eager and compiled backends
         cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else []), REPRO_ON_REQUEST),
                           spec=spec, dtypes=("float32",), shapes=("static",), source=m.target or f"torchbench:{m.name}"))
@@ -456,6 +459,23 @@ def measured_costs(results: Path) -> dict[str, float]:
     return {case: round(sum(v) / len(v), 1) for case, v in per.items()}
 
 
+_OUT_OF_MEMORY = re.compile(r"^out of memory: the worker's RSS reached ([0-9.]+) GB")
+
+
+def measured_peaks(results: Path) -> dict[str, float]:
+    """Each zoo case's memory floor from a results file: the RSS its worker reached when it was killed out of memory on
+    an exporting (ExecuTorch) recipe, the most over its items. A lower bound on what the row needs, so the declared
+    figure only rises with evidence; eager recipes have their own estimate (``memory_gb_without_export``)."""
+    from harness.results import read_latest
+
+    peaks: dict[str, float] = {}
+    for rec in read_latest(results)[1]:
+        case, found = str(rec.get("case") or ""), _OUT_OF_MEMORY.match(str(rec.get("detail") or ""))
+        if case.startswith("zoo.") and found and rec.get("status") == "CRASH" and rec.get("backend") == "executorch":
+            peaks[case] = max(peaks.get(case, 0.0), float(found.group(1)))
+    return peaks
+
+
 def main(argv: list[str]) -> int:
     """``python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl]``: measure every buildable model on the meta
     device, add each case's measured seconds per item from a sweep's results (kept from the file otherwise), rewrite
@@ -463,14 +483,20 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.suites.zoo")
     parser.add_argument("--sizes", action="store_true", required=True, help="measure and rewrite zoo_sizes.json")
     parser.add_argument("--costs", type=Path, metavar="RESULTS.jsonl", help="a sweep's results: each model's seconds per item")
+    parser.add_argument("--peaks", type=Path, metavar="RESULTS.jsonl", action="append", default=[],
+                        help="a sweep's results: the RSS each model's worker reached when killed out of memory (repeatable)")
     args = parser.parse_args(argv)  # a bad command line: usage and exit 2
     old = sizes()
     costs = measured_costs(args.costs) if args.costs else {}
+    peaks = [measured_peaks(p) for p in args.peaks]
     measured = measure_sizes()
     for key, entry in measured.items():
         seconds = costs.get(key, old.get(key, {}).get("seconds"))
         if seconds is not None:
             entry["seconds"] = seconds
+        floor = max([old.get(key, {}).get("peak_gb", 0.0), *(p.get(key, 0.0) for p in peaks)])
+        if floor > memory_gb(entry["params"], entry.get("outputs", 0)):  # kept, and only raised by evidence
+            entry["peak_gb"] = floor
     lines = [f"  {json.dumps(k)}: {json.dumps(measured[k])}" for k in sorted(measured)]
     SIZES.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     total = sum(v["params"] for v in measured.values())
