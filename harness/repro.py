@@ -634,7 +634,7 @@ def quantize(ep):
 
     # without the input guards' call_module, which the Arm quantizer's passes cannot run (RewriteInplaceArithmeticPass:
     # "call_module is not supported") on a graph with an in-place op; torch leaves it out by itself only when a calling
-    # file's path contains "executorch", which this script's need not
+    # file's path contains "executorch" or "torchao", which this script's need not
     prepared = prepare_pt2e(ep.module(check_guards=False), quantizer())
     with torch.no_grad():
         for inputs in ($calibrate):

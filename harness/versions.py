@@ -60,6 +60,12 @@ def base_version(text: str) -> Version | None:
         return None
 
 
+def release(version: str | None) -> str:
+    """A version's release line, major.minor (1.4.1 -> "1.4"); "?" where there is none."""
+    v = base_version(version or "")
+    return f"{v.major}.{v.minor}" if v else "?"
+
+
 @functools.lru_cache(maxsize=4096)
 def in_spec(version: str, spec: str) -> bool:
     """Whether ``version`` (its release: local labels dropped) satisfies ``spec``; pre-releases count as their release."""

@@ -223,7 +223,7 @@ def test_where_an_fvp_is_installed_ethos_u_programs_go_to_it(bti, tmp_path: Path
 def test_the_arm_quantizer_runs_on_a_residual_in_place_add_whatever_the_calling_files_are_named(monkeypatch) -> None:
     """torchvision's ResNet adds its residual in place. The Arm quantizer's RewriteInplaceArithmeticPass cannot run the
     input guards' call_module that ``ep.module()`` inserts by default; torch leaves it out only where a calling file's
-    path contains "executorch" (``_ok_to_generate_guards_fn``), which harness/backends/executorch.py's does by chance.
+    path contains "executorch" or "torchao" (``_ok_to_generate_guards_fn``), which harness/backends/executorch.py's does by chance.
     With that heuristic off, bti's quantize stage still runs, because it asks for the module without the guards."""
     import torch
     import torch.export._unlift as unlift

@@ -457,7 +457,7 @@ def test_a_scripts_quantize_leaves_out_the_input_guards_the_arm_passes_cannot_ru
     """`ep.module()` calls the input guards as a submodule, which the Arm quantizer's RewriteInplaceArithmeticPass
     cannot run where the graph has an in-place op ("call_module is not supported": TorchBench's RepVGG on
     arm-tosa-int). The script's quantize asks for the module without them; the same program with them fails (the
-    control). torch leaves them out by itself where a calling file's path contains "executorch"; that heuristic is
+    control). torch leaves them out by itself where a calling file's path contains "executorch" or "torchao"; that heuristic is
     off here, so the control holds wherever the checkout lives."""
     import base64
     import io

@@ -9,6 +9,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -120,32 +121,54 @@ def test_shard_costs_are_measured_seconds_else_a_capped_estimate_and_nothing_for
     assert by_id["zoo.huggingface.openai_gpt-oss-20b"].spec["cost"] == zoo.ESTIMATE_CAP
 
 
-def test_a_row_killed_out_of_memory_on_an_exporting_recipe_declares_at_least_what_its_worker_reached(
+def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_executorch_release_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The estimate from parameters and outputs missed ALBERT (xxlarge), whose worker passed 13.2 GB on XNNPACK against
-    7.0 declared: a sweep's out-of-memory kills become the row's floor (``--peaks``), so the next sweep on a smaller
-    worker skips it with both figures instead of crashing on it again. Eager recipes' kills, other crashes and a peak
-    under the estimate change nothing."""
+    """The estimate from parameters and outputs missed ALBERT (xxlarge), whose worker passed 21.5 GB on 1.4.1's XNNPACK
+    against 7.0 declared, where 1.5.1's dynamic int8 recipe runs it in 13.2 GB. A sweep's out-of-memory kills become a
+    floor for that recipe on that executorch release (``--sizes --peaks``), above the limit the kill passed; the next
+    sweep there on a worker as small skips the row saying so, and every other recipe and release keeps the estimate.
+    Eager recipes' kills, other crashes and other statuses add nothing; the file keeps its floors and only raises them."""
+    from harness.recipes import load_recipe
+    from harness.runner.run import _memory_skip
+    from harness.versions import installed_version, release
+
     oom = "out of memory: the worker's RSS reached {} GB, above the worker memory limit of {} GB (--worker-memory, ...)"
-    results = _write(tmp_path / "r.jsonl", _header("r", 29), [
-        _rec("zoo.huggingface.AlbertForMaskedLM", "xnnpack", "CRASH", op=None, detail=oom.format(9.2, 9.0)),
-        _rec("zoo.huggingface.AlbertForMaskedLM", "xnnpack-int8-static-per-channel", "CRASH", op=None, detail=oom.format(13.2, 13.0)),
+    header = {**_header("r", 29), "packages": {"executorch": "1.4.1"}}
+    albert = "zoo.huggingface.AlbertForMaskedLM"
+    results = _write(tmp_path / "r.jsonl", header, [
+        _rec(albert, "xnnpack", "CRASH", op=None, detail=oom.format(9.0, 9.0)),  # rounded: more than the limit
+        _rec(albert, "xnnpack-int8-static-per-channel", "CRASH", op=None, detail=oom.format(13.2, 13.0)),
         _rec("zoo.huggingface.T5Small", "torch-cpu", "CRASH", op=None, detail=oom.format(30.0, 29.0), backend="torch-eager"),
         _rec("zoo.huggingface.T5Small", "xnnpack", "CRASH", op=None, detail="worker died with SIGABRT"),
-        _rec("zoo.timm.mobilenetv2_100", "xnnpack", "PASS", op=None, peak_rss_mb=40000.0),
+        _rec("zoo.timm.mobilenetv2_100", "xnnpack", "FAIL_RUN", op=None, detail=oom.format(40.0, 39.0)),
     ])
-    assert zoo.measured_peaks(results) == {"zoo.huggingface.AlbertForMaskedLM": 13.2}
+    assert zoo.measured_peaks(results) == {albert: {"xnnpack@1.4": 9.1, "xnnpack-int8-static-per-channel@1.4": 13.3}}
 
-    def declared(case_id: str) -> float:
-        return next(c.spec["memory_gb"] for c in zoo.zoo_cases() if c.id == case_id)
+    # the sizes file: floors kept, raised by new evidence, never lowered
+    written = tmp_path / "sizes.json"
+    written.write_text(json.dumps({albert: {"params": 1, "floors": {"xnnpack@1.4": 21.6, "portable@1.5": 3.0}}}))
+    monkeypatch.setattr(zoo, "SIZES", written)
+    monkeypatch.setattr(zoo, "measure_sizes", lambda: {albert: {"params": 206_000_000, "input": [512]},
+                                                       "zoo.torchbench.alexnet": {"params": 61_000_000, "input": [224]}})
+    assert zoo.main(["--sizes", "--peaks", str(results)]) == 0
+    kept = json.loads(written.read_text())
+    assert kept[albert]["floors"] == {"portable@1.5": 3.0, "xnnpack-int8-static-per-channel@1.4": 13.3, "xnnpack@1.4": 21.6}
+    assert "floors" not in kept["zoo.torchbench.alexnet"]
 
-    estimate = declared("zoo.huggingface.AlbertForMaskedLM")
-    sizes = zoo.sizes()
-    sizes["zoo.huggingface.AlbertForMaskedLM"] = {**sizes["zoo.huggingface.AlbertForMaskedLM"], "peak_gb": 13.2}
+    # the spec carries them; the skip reads the one for its recipe and the installed release
+    here = release(installed_version("executorch"))
+    sizes = {albert: {"params": 206_000_000, "input": [512], "floors": {f"xnnpack@{here}": 21.6, "xnnpack@0.1": 99.0}}}
     monkeypatch.setattr(zoo, "sizes", lambda: sizes)
-    assert estimate < 13.2 and declared("zoo.huggingface.AlbertForMaskedLM") == 13.2
-    sizes["zoo.huggingface.AlbertForMaskedLM"]["peak_gb"] = 1.0  # a floor under the estimate: the estimate stands
-    assert declared("zoo.huggingface.AlbertForMaskedLM") == estimate
+    case = next(c for c in zoo.zoo_cases() if c.id == albert)
+    assert case.spec["memory_gb"] == zoo.memory_gb(206_000_000) < 13.0
+    item = SimpleNamespace(case=case)
+    said = _memory_skip(item, load_recipe("xnnpack"), 13.0)
+    assert said and said.startswith(f"needs about 21.6 GB per worker (measured: a worker killed past it on xnnpack with "
+                                    f"executorch {here}), above the worker memory limit of 13 GB"), said
+    assert _memory_skip(item, load_recipe("xnnpack-int8-dynamic-per-channel"), 13.0) is None  # the estimate there
+    assert _memory_skip(item, load_recipe("xnnpack"), 22.0) is None
+    sizes[albert]["floors"] = {"xnnpack@0.1": 99.0}  # another release's floor: the estimate here
+    assert _memory_skip(SimpleNamespace(case=next(c for c in zoo.zoo_cases() if c.id == albert)), load_recipe("xnnpack"), 13.0) is None
 
 
 def _model_records() -> list[dict]:

@@ -273,7 +273,7 @@ class ExecuTorchBackend(BaseBackend):
             quantizer = self.quantizer(cfg)
         # without the input guards' call_module: the Arm quantizer's RewriteInplaceArithmeticPass cannot run it ("call_module
         # is not supported") on a graph with an in-place op (torchvision's ResNet). torch leaves it out by itself only
-        # when a calling file's path says "executorch" (_unlift._ok_to_generate_guards_fn), as this one's does by chance
+        # when a calling file's path says "executorch" or "torchao" (_unlift._ok_to_generate_guards_fn), as this one's does by chance
         prepared = prepare_pt2e(ep.module(check_guards=False), quantizer)
         with torch.no_grad():
             for inputs in _calibration_sets(built):

@@ -314,9 +314,16 @@ def _memory_skip(item: Item, recipe: Recipe, limit: float) -> str | None:
     key = "memory_gb"
     if "memory_gb_without_export" in spec and not get_backend(recipe.backend).needs_export:
         key = "memory_gb_without_export"
-    need = spec.get(key)
+    need, said = spec.get(key), f"declared: {key} for {recipe.backend}"
+    floors = spec.get("memory_floors") if key == "memory_gb" else None
+    if floors and isinstance(need, (int, float)):  # measured on this recipe and executorch release: more than estimated
+        from harness.versions import cached_version, release
+
+        where = f"{recipe.name}@{release(cached_version('executorch'))}"
+        if isinstance(floors.get(where), (int, float)) and floors[where] > need:
+            need, said = floors[where], f"measured: a worker killed past it on {where.replace('@', ' with executorch ')}"
     if limit and isinstance(need, (int, float)) and need > limit:
-        return (f"needs about {need:g} GB per worker (declared: {key} for {recipe.backend}), above the worker memory "
+        return (f"needs about {need:g} GB per worker ({said}), above the worker memory "
                 f"limit of {limit:g} GB (--worker-memory, BTI_WORKER_MEMORY_GB; fewer --jobs give each worker more)")
     return None
 

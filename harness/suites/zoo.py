@@ -28,9 +28,10 @@ compiled recipes): ``lm`` token agreement, ``classifier`` top-1 agreement, ``fea
 Sizes: ``zoo_sizes.json`` holds each model's parameter count and input size, measured by building it on
 the meta device (``python -m harness.suites.zoo --sizes``, which rewrites the file). From it each case
 declares the memory a worker needs (``memory_gb``): a model that cannot fit under the worker memory
-limit is SKIP with both figures, never killed half-way. Where a sweep measured more than that estimate (a worker
-killed out of memory on an exporting recipe: ``--peaks RESULTS.jsonl``), the row's ``peak_gb`` is its floor, so the
-next sweep on a machine that small skips the row instead of crashing on it again.
+limit is SKIP with both figures, never killed half-way. Where a sweep's worker was killed out of memory on an
+ExecuTorch recipe (``--peaks RESULTS.jsonl``), the row keeps that as a floor for that recipe on that executorch
+release (``floors`` in the sizes file, ``memory_floors`` in the spec: "xnnpack@1.4"), so the next sweep there on a
+worker as small skips it instead of crashing on it again. Other recipes and releases keep the estimate.
 """
 
 from __future__ import annotations
@@ -348,7 +349,9 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
         if size.get("params"):
             spec["params"] = int(size["params"])
             params, outputs = float(size["params"]), float(size.get("outputs", 0))
-            spec["memory_gb"] = max(memory_gb(params, outputs), float(size.get("peak_gb", 0.0)))  # a measured floor
+            spec["memory_gb"] = memory_gb(params, outputs)
+            if size.get("floors"):
+                spec["memory_floors"] = dict(size["floors"])  # "recipe@executorch release" -> GB, measured
             spec["memory_gb_without_export"] = memory_gb(params, outputs, EAGER_FACTOR)  # eager and compiled backends
         cases.append(Case(id=m.id, suite=suite, kind="zoo", op=None, tags=("zoo", m.list, *([m.task] if m.task else []), REPRO_ON_REQUEST),
                           spec=spec, dtypes=("float32",), shapes=("static",), source=m.target or f"torchbench:{m.name}"))
@@ -459,26 +462,32 @@ def measured_costs(results: Path) -> dict[str, float]:
     return {case: round(sum(v) / len(v), 1) for case, v in per.items()}
 
 
-_OUT_OF_MEMORY = re.compile(r"^out of memory: the worker's RSS reached ([0-9.]+) GB")
+_OUT_OF_MEMORY = re.compile(r"^out of memory: the worker's RSS reached ([0-9.]+) GB, above the worker memory limit of ([0-9.]+) GB")
 
 
-def measured_peaks(results: Path) -> dict[str, float]:
-    """Each zoo case's memory floor from a results file: the RSS its worker reached when it was killed out of memory on
-    an exporting (ExecuTorch) recipe, the most over its items. A lower bound on what the row needs, so the declared
-    figure only rises with evidence; eager recipes have their own estimate (``memory_gb_without_export``)."""
+def measured_peaks(results: Path) -> dict[str, dict[str, float]]:
+    """Each zoo case's memory floors from a results file, per recipe and executorch release: where its worker was
+    killed out of memory on an ExecuTorch recipe, more than the limit it passed (the pool rounds the RSS it reached to
+    0.1 GB, so a kill "at 9.0 GB, above the limit of 9.0 GB" declares 9.1). A lower bound on what the row needs there."""
     from harness.results import read_latest
+    from harness.versions import release
 
-    peaks: dict[str, float] = {}
-    for rec in read_latest(results)[1]:
+    header, records = read_latest(results)
+    executorch = ((header or {}).get("packages") or {}).get("executorch")
+    peaks: dict[str, dict[str, float]] = {}
+    for rec in records:
         case, found = str(rec.get("case") or ""), _OUT_OF_MEMORY.match(str(rec.get("detail") or ""))
         if case.startswith("zoo.") and found and rec.get("status") == "CRASH" and rec.get("backend") == "executorch":
-            peaks[case] = max(peaks.get(case, 0.0), float(found.group(1)))
+            key, gb = f"{rec.get('recipe')}@{release(executorch)}", round(max(map(float, found.groups())) + 0.1, 1)
+            per = peaks.setdefault(case, {})
+            per[key] = max(per.get(key, 0.0), gb)
     return peaks
 
 
 def main(argv: list[str]) -> int:
-    """``python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl]``: measure every buildable model on the meta
-    device, add each case's measured seconds per item from a sweep's results (kept from the file otherwise), rewrite
+    """``python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl] [--peaks RESULTS.jsonl ...]``: measure every
+    buildable model on the meta device, add each case's measured seconds per item from a sweep's results (kept from the
+    file otherwise) and its memory floors from sweeps' out-of-memory kills (kept, and raised), rewrite
     ``zoo_sizes.json`` and print the zoo's size."""
     parser = argparse.ArgumentParser(prog="python -m harness.suites.zoo")
     parser.add_argument("--sizes", action="store_true", required=True, help="measure and rewrite zoo_sizes.json")
@@ -494,9 +503,11 @@ def main(argv: list[str]) -> int:
         seconds = costs.get(key, old.get(key, {}).get("seconds"))
         if seconds is not None:
             entry["seconds"] = seconds
-        floor = max([old.get(key, {}).get("peak_gb", 0.0), *(p.get(key, 0.0) for p in peaks)])
-        if floor > memory_gb(entry["params"], entry.get("outputs", 0)):  # kept, and only raised by evidence
-            entry["peak_gb"] = floor
+        floors = dict(old.get(key, {}).get("floors") or {})  # kept, and only raised by evidence
+        for found in (p.get(key, {}) for p in peaks):
+            floors.update({k: max(gb, floors.get(k, 0.0)) for k, gb in found.items()})
+        if floors:
+            entry["floors"] = dict(sorted(floors.items()))
     lines = [f"  {json.dumps(k)}: {json.dumps(measured[k])}" for k in sorted(measured)]
     SIZES.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     total = sum(v["params"] for v in measured.values())
