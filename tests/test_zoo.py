@@ -90,6 +90,7 @@ def test_a_worker_past_the_memory_limit_is_killed_and_its_item_says_out_of_memor
     assert recs and res.code == 1
     assert all(r["status"] == "CRASH" and "out of memory: the worker's RSS reached" in r["detail"]
                and "limit of 0.2 GB" in r["detail"] for r in recs), [r["detail"] for r in recs]
+    assert all(zoo._OUT_OF_MEMORY.match(r["detail"]) for r in recs)  # the pool's words, as --peaks reads them
 
 
 def test_the_default_worker_memory_limit_shares_90_percent_of_ram_among_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
