@@ -155,6 +155,9 @@ def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_executo
     kept = json.loads(written.read_text())
     assert kept[albert]["floors"] == {"portable@1.5": 3.0, "xnnpack-int8-static-per-channel@1.4": 13.3, "xnnpack@1.4": 21.6}
     assert "floors" not in kept["zoo.torchbench.alexnet"]
+    before = written.read_text()
+    assert zoo.main(["--sizes", "--peaks", str(tmp_path / "missing.jsonl")]) == 2  # one line (stderr), the file untouched
+    assert written.read_text() == before
 
     # the spec carries them; the skip reads the one for its recipe and the installed release
     here = release(installed_version("executorch"))

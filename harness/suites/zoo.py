@@ -50,6 +50,7 @@ from typing import Any
 
 from harness.cases.case import Case
 from harness.cases.contract import REPRO_ON_REQUEST, Judgement
+from harness.errors import UserError
 from harness.suites.zoo_builders import BUILDERS, estimate_batch_norm, vocab
 
 HERE = Path(__file__).parent
@@ -496,8 +497,12 @@ def main(argv: list[str]) -> int:
                         help="a sweep's results: the RSS each model's worker reached when killed out of memory (repeatable)")
     args = parser.parse_args(argv)  # a bad command line: usage and exit 2
     old = sizes()
-    costs = measured_costs(args.costs) if args.costs else {}
-    peaks = [measured_peaks(p) for p in args.peaks]
+    try:
+        costs = measured_costs(args.costs) if args.costs else {}
+        peaks = [measured_peaks(p) for p in args.peaks]
+    except UserError as exc:  # an unreadable results file: one line, and the sizes file untouched
+        print(f"python -m harness.suites.zoo: {exc}", file=sys.stderr)
+        return 2
     measured = measure_sizes()
     for key, entry in measured.items():
         seconds = costs.get(key, old.get(key, {}).get("seconds"))
