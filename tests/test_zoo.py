@@ -134,7 +134,7 @@ def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_executo
     from harness.versions import installed_version, release
 
     oom = "out of memory: the worker's RSS reached {} GB, above the worker memory limit of {} GB (--worker-memory, ...)"
-    header = {**_header("r", 29), "packages": {"executorch": "1.4.1"}}
+    header = _header("r", 29, executorch="1.4.1")
     albert = "zoo.huggingface.AlbertForMaskedLM"
     results = _write(tmp_path / "r.jsonl", header, [
         _rec(albert, "xnnpack", "CRASH", op=None, detail=oom.format(9.0, 9.0)),  # rounded: more than the limit

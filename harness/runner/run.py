@@ -319,9 +319,10 @@ def _memory_skip(item: Item, recipe: Recipe, limit: float) -> str | None:
     if floors and isinstance(need, (int, float)):  # measured on this recipe and executorch release: more than estimated
         from harness.versions import cached_version, release
 
-        where = f"{recipe.name}@{release(cached_version('executorch'))}"
-        if isinstance(floors.get(where), (int, float)) and floors[where] > need:
-            need, said = floors[where], f"measured: a worker killed past it on {where.replace('@', ' with executorch ')}"
+        here = release(cached_version("executorch"))
+        floor = floors.get(f"{recipe.name}@{here}")
+        if isinstance(floor, (int, float)) and floor > need:
+            need, said = floor, f"measured: a worker killed past it on {recipe.name} with executorch {here}"
     if limit and isinstance(need, (int, float)) and need > limit:
         return (f"needs about {need:g} GB per worker ({said}), above the worker memory "
                 f"limit of {limit:g} GB (--worker-memory, BTI_WORKER_MEMORY_GB; fewer --jobs give each worker more)")

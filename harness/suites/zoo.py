@@ -474,7 +474,7 @@ def measured_peaks(results: Path) -> dict[str, dict[str, float]]:
     from harness.versions import release
 
     header, records = read_latest(results)
-    executorch = ((header or {}).get("packages") or {}).get("executorch")
+    executorch = ((header or {}).get("versions") or {}).get("executorch")
     peaks: dict[str, dict[str, float]] = {}
     for rec in records:
         case, found = str(rec.get("case") or ""), _OUT_OF_MEMORY.match(str(rec.get("detail") or ""))
@@ -509,8 +509,8 @@ def main(argv: list[str]) -> int:
         if seconds is not None:
             entry["seconds"] = seconds
         floors = dict(old.get(key, {}).get("floors") or {})  # kept, and only raised by evidence
-        for found in (p.get(key, {}) for p in peaks):
-            floors.update({k: max(gb, floors.get(k, 0.0)) for k, gb in found.items()})
+        for where, gb in (kv for p in peaks for kv in p.get(key, {}).items()):
+            floors[where] = max(gb, floors.get(where, 0.0))
         if floors:
             entry["floors"] = dict(sorted(floors.items()))
     lines = [f"  {json.dumps(k)}: {json.dumps(measured[k])}" for k in sorted(measured)]
