@@ -278,7 +278,6 @@ def test_the_zoo_s_known_failures_name_real_cases_owners_and_recipes() -> None:
 def test_a_known_zoo_failure_is_xfail_and_another_failure_is_not(tmp_path: Path) -> None:
     from harness.cases.case import Axes, Item
     from harness.recipes import load_recipe
-    from harness.status import Status
     from harness.verdict import _source_xfail
 
     case = next(c for c in load_suites(["zoo"]) if c.id == "zoo.huggingface.GoogleFnet")
