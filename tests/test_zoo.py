@@ -123,13 +123,14 @@ def test_shard_costs_are_measured_seconds_else_a_capped_estimate_and_nothing_for
     assert by_id["zoo.huggingface.openai_gpt-oss-20b"].spec["cost"] == zoo.ESTIMATE_CAP
 
 
-def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_executorch_release_only(
+def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_version_pair_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The estimate from parameters and outputs missed ALBERT (xxlarge), whose worker passed 21.5 GB on 1.4.1's XNNPACK
     against 7.0 declared, where 1.5.1's dynamic int8 recipe runs it in 13.2 GB. A sweep's out-of-memory kills become a
-    floor for that recipe on that executorch release (``--sizes --peaks``), above the limit the kill passed; the next
-    sweep there on a worker as small skips the row saying so, and every other recipe and release keeps the estimate.
-    Eager recipes' kills, other crashes and other statuses add nothing; the file keeps its floors and only raises them."""
+    floor for that recipe on that version pair, named by its executorch release (``--sizes --peaks``), above the limit
+    the kill passed; the next sweep there on a worker as small skips the row saying so, and every other recipe and
+    release keeps the estimate. An eager recipe's kill (MT5 on ONNX Runtime, killed at 9.1 GB every week) is a floor
+    like any other; other crashes and other statuses add nothing; the file keeps its floors and only raises them."""
     from harness.recipes import load_recipe
     from harness.runner.run import _memory_skip
     from harness.versions import installed_version, release
@@ -144,7 +145,8 @@ def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_executo
         _rec("zoo.huggingface.T5Small", "xnnpack", "CRASH", op=None, detail="worker died with SIGABRT"),
         _rec("zoo.timm.mobilenetv2_100", "xnnpack", "FAIL_RUN", op=None, detail=oom.format(40.0, 39.0)),
     ])
-    assert zoo.measured_peaks(results) == {albert: {"xnnpack@1.4": 9.1, "xnnpack-int8-static-per-channel@1.4": 13.3}}
+    assert zoo.measured_peaks(results) == {albert: {"xnnpack@1.4": 9.1, "xnnpack-int8-static-per-channel@1.4": 13.3},
+                                           "zoo.huggingface.T5Small": {"torch-cpu@1.4": 30.1}}
 
     # the sizes file: floors kept, raised by new evidence, never lowered
     written = tmp_path / "sizes.json"
@@ -172,6 +174,14 @@ def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_executo
                                     f"executorch {here}), above the worker memory limit of 13 GB"), said
     assert _memory_skip(item, load_recipe("xnnpack-int8-dynamic-per-channel"), 13.0) is None  # the estimate there
     assert _memory_skip(item, load_recipe("xnnpack"), 22.0) is None
+    sizes[albert]["floors"] = {f"onnxruntime@{here}": 21.6, f"torch-cpu@{here}": 21.6}  # eager recipes' own floors
+    item = SimpleNamespace(case=next(c for c in zoo.zoo_cases() if c.id == albert))
+    for name in ("onnxruntime", "torch-cpu"):
+        said = _memory_skip(item, load_recipe(name), 13.0)
+        torch_here = release(installed_version("torch"))
+        assert said and said.startswith(f"needs about 21.6 GB per worker (measured: a worker killed past it on {name} "
+                                        f"with torch {torch_here}), above"), said
+    assert _memory_skip(item, load_recipe("xnnpack"), 13.0) is None
     sizes[albert]["floors"] = {"xnnpack@0.1": 99.0}  # another release's floor: the estimate here
     assert _memory_skip(SimpleNamespace(case=next(c for c in zoo.zoo_cases() if c.id == albert)), load_recipe("xnnpack"), 13.0) is None
 

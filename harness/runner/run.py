@@ -315,14 +315,16 @@ def _memory_skip(item: Item, recipe: Recipe, limit: float) -> str | None:
     if "memory_gb_without_export" in spec and not get_backend(recipe.backend).needs_export:
         key = "memory_gb_without_export"
     need, said = spec.get(key), f"declared: {key} for {recipe.backend}"
-    floors = spec.get("memory_floors") if key == "memory_gb" else None
-    if floors and isinstance(need, (int, float)):  # measured on this recipe and executorch release: more than estimated
+    floors = spec.get("memory_floors")
+    if floors and isinstance(need, (int, float)):  # measured on this recipe and version pair: more than estimated
         from harness.versions import cached_version, release
 
         here = release(cached_version("executorch"))
         floor = floors.get(f"{recipe.name}@{here}")
         if isinstance(floor, (int, float)) and floor > need:
-            need, said = floor, f"measured: a worker killed past it on {recipe.name} with executorch {here}"
+            pair = (f"executorch {here}" if get_backend(recipe.backend).runs_programs
+                    else f"torch {release(cached_version('torch'))}")  # an eager recipe: keyed by its pair all the same
+            need, said = floor, f"measured: a worker killed past it on {recipe.name} with {pair}"
     if limit and isinstance(need, (int, float)) and need > limit:
         return (f"needs about {need:g} GB per worker ({said}), above the worker memory "
                 f"limit of {limit:g} GB (--worker-memory, BTI_WORKER_MEMORY_GB; fewer --jobs give each worker more)")

@@ -28,10 +28,11 @@ compiled recipes): ``lm`` token agreement, ``classifier`` top-1 agreement, ``fea
 Sizes: ``zoo_sizes.json`` holds each model's parameter count and input size, measured by building it on
 the meta device (``python -m harness.suites.zoo --sizes``, which rewrites the file). From it each case
 declares the memory a worker needs (``memory_gb``): a model that cannot fit under the worker memory
-limit is SKIP with both figures, never killed half-way. Where a sweep's worker was killed out of memory on an
-ExecuTorch recipe (``--peaks RESULTS.jsonl``), the row keeps that as a floor for that recipe on that executorch
-release (``floors`` in the sizes file, ``memory_floors`` in the spec: "xnnpack@1.4"), so the next sweep there on a
-worker as small skips it instead of crashing on it again. Other recipes and releases keep the estimate.
+limit is SKIP with both figures, never killed half-way. Where a sweep's worker was killed out of memory
+(``--peaks RESULTS.jsonl``), the row keeps that as a floor for that recipe on that version pair, named by its
+executorch release (``floors`` in the sizes file, ``memory_floors`` in the spec: "xnnpack@1.4", "onnxruntime@1.5"),
+so the next sweep there on a worker as small skips it instead of crashing on it again, every week. Other recipes and
+releases keep the estimate.
 """
 
 from __future__ import annotations
@@ -467,8 +468,9 @@ _OUT_OF_MEMORY = re.compile(r"^out of memory: the worker's RSS reached ([0-9.]+)
 
 
 def measured_peaks(results: Path) -> dict[str, dict[str, float]]:
-    """Each zoo case's memory floors from a results file, per recipe and executorch release: where its worker was
-    killed out of memory on an ExecuTorch recipe, more than the limit it passed (the pool rounds the RSS it reached to
+    """Each zoo case's memory floors from a results file, per recipe and version pair (named by its executorch
+    release, as the matrix is: an eager recipe's kill on torch 2.13 is "torch-cpu@1.4"): where its worker was killed
+    out of memory, more than the limit it passed (the pool rounds the RSS it reached to
     0.1 GB, so a kill "at 9.0 GB, above the limit of 9.0 GB" declares 9.1). A lower bound on what the row needs there."""
     from harness.results import read_latest
     from harness.versions import release
@@ -478,7 +480,7 @@ def measured_peaks(results: Path) -> dict[str, dict[str, float]]:
     peaks: dict[str, dict[str, float]] = {}
     for rec in records:
         case, found = str(rec.get("case") or ""), _OUT_OF_MEMORY.match(str(rec.get("detail") or ""))
-        if case.startswith("zoo.") and found and rec.get("status") == "CRASH" and rec.get("backend") == "executorch":
+        if case.startswith("zoo.") and found and rec.get("status") == "CRASH":
             key, gb = f"{rec.get('recipe')}@{release(executorch)}", round(max(map(float, found.groups())) + 0.1, 1)
             per = peaks.setdefault(case, {})
             per[key] = max(per.get(key, 0.0), gb)
