@@ -70,8 +70,8 @@ class FaultBackend(ExecuTorchBackend):
             os.kill(os.getpid(), signal.SIGSEGV)
         if self.armed == "abort":
             os.abort()
-        if self.armed == "sleep":
-            time.sleep(3600)
+        if self.armed == "sleep":  # ``seconds``: a slow program that ends (default: a hang)
+            time.sleep(float(self.options.get("seconds", 3600)))
         if self.armed == "perturb":
             return [o + 1.0 for o in outs]
         if self.armed == "alloc":  # 512 MiB touched once: this item's own peak, not the next item's

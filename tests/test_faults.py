@@ -45,6 +45,19 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
     assert "| CRASH | worker crashed |" in md and "| TIMEOUT | timed out |" in md
 
 
+def test_a_case_that_declares_its_time_is_judged_within_it_and_others_within_the_timeout(bti, tmp_path: Path) -> None:
+    """The zoo's rows declare 30 minutes (``timeout_s``): DINOv2 takes 21 on the TOSA reference model, BERT-large more
+    than 25 on the portable kernels, where ``--timeout`` is 10 and the weekly sweep's too. A program slower than
+    ``--timeout`` passes within its case's own time; an operator's, as slow, is a TIMEOUT that names ``--timeout``."""
+    res = bti("run", "-s", "zoo", "-k", "zoo.torchbench.basic_gnn_sage*", "-s", str(FIXTURES / "suites" / "tiny.yaml"),
+              "-k", "op.mul.*", "-r", "fault-slow", "--timeout", "2", "--no-reuse", "--repeats", "1", "--warmup", "0",
+              "-o", str(tmp_path))
+    records = {r["case"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:])}
+    zoo, op = records["zoo.torchbench.basic_gnn_sage"], records["op.mul.a"]
+    assert zoo["status"] == "PASS" and zoo["duration_s"] > 3, (zoo["status"], zoo.get("detail"))
+    assert op["status"] == "TIMEOUT" and op["detail"] == "no result within --timeout 2s", res.err
+
+
 def test_a_crash_names_its_cause_from_the_workers_own_output(bti, tmp_path: Path) -> None:
     """A worker killed by the runtime's own failed check: the record carries the check's words, the Python frames
     faulthandler printed and the log, and it is the backend's (the control passes); a crash that says nothing but is

@@ -34,6 +34,7 @@ from harness.causes import Crash, fatal_cause
 from harness.env import peak_rss_mb, process_rss_mb, remove_scratch, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
+from harness.settings import case_timeout
 from harness.status import Status
 from harness.verdict import GroupContext
 
@@ -65,6 +66,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
     faulthandler.enable(all_threads=True)  # a fatal signal prints the Python frames to the log: a CRASH names them
     import torch
 
+    from harness.settings import current, use
     from harness.speedups import group_gc
     from harness.stages import execute_group
 
@@ -76,7 +78,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         if msg is None:
             return
         group, context = msg
-        with group_gc():
+        with group_gc(), use(current().for_case(group[0].case.spec)):  # a runtime provider gives up before the pool
             execute_group(
                 group, recipes, cfg.run_id,
                 on_start=lambda item_id: conn.send(("start", item_id)),
@@ -99,6 +101,7 @@ class _Worker:
     done: set[str] = field(default_factory=set)
     current: str | None = None
     started: float = 0.0
+    timeout: float = 0.0  # the current item's (``case_timeout``)
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
 
     @property
@@ -135,7 +138,7 @@ class Pool:
                 for w in self.workers:
                     if not w.busy and queue:
                         w.group, w.done, w.current = queue.popleft(), set(), None
-                        w.started = time.monotonic()
+                        w.started, w.timeout = time.monotonic(), case_timeout(self.cfg.timeout, w.group[0].case.spec)
                         w.conn.send((w.group, self.contexts.get(w.group[0].group)))
                 self._poll(queue)
         finally:
@@ -144,17 +147,19 @@ class Pool:
     def _poll(self, queue: deque[list[Item]]) -> None:
         busy = [w for w in self.workers if w.busy]
         now = time.monotonic()
-        wait_for = min((w.started + self.cfg.timeout - now for w in busy), default=1.0)
+        wait_for = min((w.started + w.timeout - now for w in busy), default=1.0)
         ready = wait([*(w.conn for w in busy), *(w.proc.sentinel for w in busy)], timeout=max(0.01, min(wait_for, 1.0)))
         for w in list(busy):
             if w.conn in ready or w.proc.sentinel in ready:
                 self._drain(w, queue)
         now = time.monotonic()
         for w in [w for w in self.workers if w.busy and w.proc.is_alive()]:
-            if now - w.started > self.cfg.timeout:
+            if now - w.started > w.timeout:
                 w.proc.kill()
                 w.proc.join()
-                self._fail(w, queue, Status.TIMEOUT, f"no result within --timeout {self.cfg.timeout:g}s")
+                said = (f"--timeout {w.timeout:g}s" if w.timeout == self.cfg.timeout
+                        else f"{w.timeout:g}s (the case's timeout_s, longer than --timeout)")
+                self._fail(w, queue, Status.TIMEOUT, f"no result within {said}")
         if self.cfg.memory_limit_mb:
             self._watch_memory(queue)
 
@@ -176,6 +181,7 @@ class Pool:
                 kind, payload = w.conn.recv()
                 if kind == "start":
                     w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
+                    w.timeout = case_timeout(self.cfg.timeout, next((i.case.spec for i in w.group if i.id == payload), {}))
                 elif kind == "result":
                     w.done.add(payload["id"])
                     w.current = None

@@ -302,6 +302,7 @@ MODELS: tuple[ZooModel, ...] = (
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
 ESTIMATE_CAP = 600.0  # seconds: the default item timeout
+TIMEOUT_S = 1800.0  # each row's item timeout (``timeout_s``), at least: measured sweeps' slowest item, 1,275 s (DINOv2 on TOSA)
 
 
 def sizes() -> dict[str, dict[str, Any]]:
@@ -341,7 +342,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
             continue
         size = known.get(m.id, {})
         spec: dict[str, Any] = {"model": m.name, "list": m.list, "batch": 1, "list_batch": m.batch, "task": m.task, "code": code,
-                                "check": _check(m), "cost": _cost(m, size)}
+                                "check": _check(m), "cost": _cost(m, size), "timeout_s": TIMEOUT_S}
         if m.seq:
             spec["seq"] = m.seq
         if m.unavailable:
