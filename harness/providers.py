@@ -56,6 +56,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Protocol
 
 from harness.errors import UserError, first_line
+from harness.metrics import timed_calls
 from harness.status import Status
 
 PROVIDERS = ("pybind", "runner", "command")
@@ -329,14 +330,8 @@ class PybindProvider:
             raise ProviderError(f"load: {first_line(str(exc)) or type(exc).__name__}") from exc
         load_ms = (time.perf_counter() - t0) * 1000.0
         rss1 = rss_mb()
-        outs: list[Any] = []
-        samples: list[float] = []
-        for i in range(opts.warmup + max(1, opts.repeats)):
-            t = time.perf_counter()
-            outs = self.run(handle, inputs)
-            if i >= opts.warmup:
-                samples.append((time.perf_counter() - t) * 1000.0)
-        return Execution(outs, load_ms, samples, self.name,
+        outs, samples = timed_calls(lambda: self.run(handle, inputs), opts.warmup, opts.repeats)
+        return Execution(list(outs), load_ms, samples, self.name,
                          {"load_growth": round(rss1 - rss0, 1), "run_growth": round(rss_mb() - rss1, 1)})
 
 

@@ -63,3 +63,24 @@ def test_sqnr_floor_judges_quantized_output() -> None:
     assert compare([noisy], [ref], {"sqnr_db": 15}).ok
     v = compare([noisy], [ref], {"sqnr_db": 30})
     assert not v.ok and "SQNR" in v.message and "< floor 30 dB" in v.message
+
+
+def test_a_long_call_is_warmed_once_and_timed_once_and_a_short_one_as_asked() -> None:
+    """A 20-minute zoo row on the portable kernels would otherwise run warmup + repeats times (4 in the recipes) and
+    meet its timeout: a call of ``long_s`` or more ends its phase, and the samples say how many were taken."""
+    import time
+
+    from harness.metrics import timed_calls
+
+    calls: list[int] = []
+
+    def call(seconds: float) -> int:
+        calls.append(1)
+        time.sleep(seconds)
+        return len(calls)
+
+    result, samples = timed_calls(lambda: call(0.06), warmup=2, repeats=5, long_s=0.05)
+    assert len(calls) == 2 and result == 2 and len(samples) == 1 and samples[0] >= 60.0
+    calls.clear()
+    result, samples = timed_calls(lambda: call(0.0), warmup=2, repeats=5, long_s=0.05)
+    assert len(calls) == 7 and result == 7 and len(samples) == 5
