@@ -34,7 +34,7 @@ from harness.causes import chain, describe, root_cause, root_signature, runtime_
 from harness.env import PeakMeter, peak_rss_mb
 from harness.errors import first_line
 from harness.judge import Comparison, QuantizedReference, comparable, compare, device_tolerance, eager_reference, fp64_reference, judge, same_tensor, to_numpy, tolerance
-from harness.metrics import diff_figures, latency_stats
+from harness.metrics import LONG_CALL_S, diff_figures, latency_stats
 from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
@@ -436,7 +436,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         if isinstance(getattr(handle, "runtime_label", None), str):  # run by something else than a provider
             facts["runtime"] = handle.runtime_label
         outs, samples, provider_facts = _run(backend, handle, recipe, group, stage, stats)
-        if is_model_kind(item.case.kind):  # wherever the program runs: in process, or through a runtime provider
+        slow = bool(samples) and max(samples) >= LONG_CALL_S * 1000.0  # a figure nobody asked for is not worth minutes
+        if is_model_kind(item.case.kind) and (recipe.accuracy.deterministic or not slow):  # in process or a provider
             deterministic = _runs_twice_identically(backend, handle, group, outs)
         if "load_ms" in provider_facts:  # loaded where the provider runs: its own load time
             facts["load_ms"] = provider_facts["load_ms"]

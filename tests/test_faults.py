@@ -45,17 +45,20 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
     assert "| CRASH | worker crashed |" in md and "| TIMEOUT | timed out |" in md
 
 
-def test_a_case_that_declares_its_time_is_judged_within_it_and_others_within_the_timeout(bti, tmp_path: Path) -> None:
-    """The zoo's rows declare 30 minutes (``timeout_s``): DINOv2 takes 21 on the TOSA reference model, BERT-large more
-    than 25 on the portable kernels, where ``--timeout`` is 10 and the weekly sweep's too. A program slower than
-    ``--timeout`` passes within its case's own time; an operator's, as slow, is a TIMEOUT that names ``--timeout``."""
+def test_a_slow_row_is_judged_within_its_own_time_and_run_twice_not_five_times(bti, tmp_path: Path) -> None:
+    """The zoo's rows declare an hour (``timeout_s``): BERT-large's one call takes 14 minutes on the portable kernels,
+    where ``--timeout`` is 10 and the weekly sweep's too. A program slower than ``--timeout`` passes within its case's
+    own time; an operator's, as slow, is a TIMEOUT that names ``--timeout``. A call of 10 s or more is warmed once and
+    timed once, and its determinism (a figure this recipe does not ask for) is not checked by a fifth call."""
     res = bti("run", "-s", "zoo", "-k", "zoo.torchbench.basic_gnn_sage*", "-s", str(FIXTURES / "suites" / "tiny.yaml"),
-              "-k", "op.mul.*", "-r", "fault-slow", "--timeout", "2", "--no-reuse", "--repeats", "1", "--warmup", "0",
+              "-k", "op.mul.*", "-r", "fault-slow", "--timeout", "5", "--no-reuse", "--repeats", "3", "--warmup", "1",
               "-o", str(tmp_path))
     records = {r["case"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:])}
     zoo, op = records["zoo.torchbench.basic_gnn_sage"], records["op.mul.a"]
-    assert zoo["status"] == "PASS" and zoo["duration_s"] > 3, (zoo["status"], zoo.get("detail"))
-    assert op["status"] == "TIMEOUT" and op["detail"] == "no result within --timeout 2s", res.err
+    assert zoo["status"] == "PASS", (zoo["status"], zoo.get("detail"))
+    assert zoo["latency_ms"]["repeats"] == 1 and "deterministic" not in zoo["accuracy"], zoo
+    assert 20 <= zoo["stages"]["run"] < 40, zoo["stages"]  # two calls of 10 s (sleep's lower bound), not four
+    assert op["status"] == "TIMEOUT" and op["detail"] == "no result within --timeout 5s", res.err
 
 
 def test_a_crash_names_its_cause_from_the_workers_own_output(bti, tmp_path: Path) -> None:

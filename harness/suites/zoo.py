@@ -302,7 +302,7 @@ MODELS: tuple[ZooModel, ...] = (
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
 ESTIMATE_CAP = 600.0  # seconds: the default item timeout
-TIMEOUT_S = 1800.0  # each row's item timeout (``timeout_s``), at least: measured sweeps' slowest item, 1,275 s (DINOv2 on TOSA)
+TIMEOUT_S = 3600.0  # each row's item timeout (``timeout_s``), at least: BERT-large's one call is 821 s on portable
 
 
 def sizes() -> dict[str, dict[str, Any]]:
