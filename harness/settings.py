@@ -13,6 +13,7 @@ A bad value (``BTI_GITHUB_MAX_WAIT=soon``) is a ``UserError``: one line, exit 2.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shlex
 from collections.abc import Iterator, Mapping
@@ -68,11 +69,13 @@ class Settings:
 
 
 def case_timeout(timeout_s: float, spec: Mapping[str, Any]) -> float:
-    """An item's timeout: the longer of ``--timeout`` and the time its case declares it needs (``timeout_s``: the
-    zoo's rows, some of which take 20 minutes on the TOSA reference model or the portable kernels), so a row that is
-    only slow is not a TIMEOUT that says nothing about the backend."""
+    """An item's timeout: the longer of ``--timeout`` and the time its case declares it needs (``timeout_s``, a finite
+    number of seconds: the zoo's large rows, which take 20 minutes on the TOSA reference model or the portable kernels),
+    so a row that is only slow is not a TIMEOUT that says nothing about the backend. Anything else declares nothing."""
     need = spec.get("timeout_s")
-    return float(need) if isinstance(need, (int, float)) and need > timeout_s else timeout_s
+    if isinstance(need, bool) or not isinstance(need, (int, float)) or not math.isfinite(need):
+        return timeout_s
+    return max(timeout_s, float(need))
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float, unit: str = "seconds") -> float:

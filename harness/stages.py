@@ -410,7 +410,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
                 bundle_dir: str | None, keep: list[Any], refs: Baseline | None) -> None:
     meter = PeakMeter()
     memory: dict[str, float] = {}
-    deterministic: bool | None = None  # model cases: did a second run give the same outputs
+    deterministic, unchecked = None, ""  # model cases: did a second run give the same outputs, or why it did not run
     start = meter.start()
     try:
         built = group.fresh_built()
@@ -436,9 +436,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         if isinstance(getattr(handle, "runtime_label", None), str):  # run by something else than a provider
             facts["runtime"] = handle.runtime_label
         outs, samples, provider_facts = _run(backend, handle, recipe, group, stage, stats)
-        slow = bool(samples) and max(samples) >= LONG_CALL_S * 1000.0  # a figure nobody asked for is not worth minutes
-        if is_model_kind(item.case.kind) and (recipe.accuracy.deterministic or not slow):  # in process or a provider
-            deterministic = _runs_twice_identically(backend, handle, group, outs)
+        if is_model_kind(item.case.kind):  # wherever the program runs: in process, or through a runtime provider
+            deterministic, unchecked = _determinism(backend, handle, recipe, group, outs, samples)
         if "load_ms" in provider_facts:  # loaded where the provider runs: its own load time
             facts["load_ms"] = provider_facts["load_ms"]
         for k, v in (provider_facts.get("memory_mb") or {}).items():
@@ -448,9 +447,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         memory[key] = meter.peak()
         memory[f"{key}_growth"] = round(memory[key] - start, 1)
         facts["memory_mb"] = memory
-    lat: dict[str, float] = {k: round(v, 4) for k, v in latency_stats(samples).items()}
-    lat["repeats"] = len(samples)
-    facts["latency_ms"] = lat
+    facts["latency_ms"] = {**{k: round(v, 4) for k, v in latency_stats(samples).items()}, "repeats": len(samples)}
     facts["times_ms"] = tuple(round(float(x), 4) for x in samples)
     outs = list(outs)
     keep.extend(o.detach().cpu().clone() if hasattr(o, "detach") else o for o in outs)
@@ -458,6 +455,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
 
     def compare_all() -> Comparison:
         comparison = _judged(item, recipe, group, outs, refs, rule, deterministic, qref)
+        if unchecked:
+            comparison = dataclasses.replace(comparison, accuracy={**(comparison.accuracy or {}), "deterministic_unchecked": unchecked})
         more = group.built.more_runs  # with --baseline too: further sets are held to eager (the baseline ran set 0)
         if more:
             comparison = _compare_more(backend, handle, group, comparison, outs, more, facts)
@@ -580,6 +579,15 @@ def _run(backend: Backend, handle: Any, recipe: Recipe, group: Group, stage: Sta
 
     outs, samples = stage(Stage.RUN, run, run_fault)
     return outs, samples, provider_facts
+
+
+def _determinism(backend: Backend, handle: Any, recipe: Recipe, group: Group, outs: list[Any],
+                 samples: list[float]) -> tuple[bool | None, str]:
+    """(did a second run give the same outputs, or why it was not run): after a call of ``LONG_CALL_S`` or more, a
+    figure the recipe does not ask for is not worth another call of minutes."""
+    if recipe.accuracy.deterministic or not samples or samples[-1] < LONG_CALL_S * 1000.0:
+        return _runs_twice_identically(backend, handle, group, outs), ""
+    return None, f"not checked: a call took {samples[-1] / 1000.0:.0f} s (accuracy.deterministic asks for it)"
 
 
 def _runs_twice_identically(backend: Backend, handle: Any, group: Group, outs: list[Any]) -> bool | None:

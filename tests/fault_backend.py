@@ -71,6 +71,11 @@ class FaultBackend(ExecuTorchBackend):
         if self.armed == "abort":
             os.abort()
         if self.armed == "sleep":  # ``seconds``: a slow program that ends (default: a hang)
+            if os.environ.get("BTI_FAULT_STATE"):  # each call, and the time a runtime provider would have here
+                from harness.settings import current
+
+                with open(os.path.join(os.environ["BTI_FAULT_STATE"], "calls"), "a") as f:
+                    f.write(f"{current().provider_timeout_s:g}\n")
             time.sleep(float(self.options.get("seconds", 3600)))
         if self.armed == "perturb":
             return [o + 1.0 for o in outs]

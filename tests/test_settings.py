@@ -93,3 +93,15 @@ def test_blocked_counts_as_not_run_in_every_report() -> None:
     assert row.split("|")[2:12] == [" 0 ", " — ", " — ", " 0 ", " 0 ", " 0 ", " 0 ", " 0 ", " 1 ", " **nothing verified** "], row  # blocked
     (case,) = [c for suite in build({"kind": "header", "recipes": {"x": "h"}}, [rec]) for c in suite]
     assert case.is_skipped and not case.is_passed
+
+
+def test_a_case_declares_a_longer_timeout_never_a_shorter_or_a_meaningless_one(tmp_path: Path) -> None:
+    """``timeout_s`` in a case's spec (the zoo's large rows): the longer of it and ``--timeout``, and the provider's
+    share of it; a bool, NaN, infinity, a string or a shorter time declares nothing."""
+    base = settings.Settings(cache_dir=tmp_path, item_timeout_s=600.0)
+    longer = base.for_case({"timeout_s": 2848.0})
+    assert longer.item_timeout_s == 2848.0 and longer.provider_timeout_s == 0.9 * 2848.0 and longer.cache_dir == tmp_path
+    for spec in ({}, {"timeout_s": 60}, {"timeout_s": True}, {"timeout_s": float("nan")}, {"timeout_s": float("inf")},
+                 {"timeout_s": "3600"}, {"timeout_s": -1.0}):
+        assert base.for_case(spec) is base, spec
+        assert settings.case_timeout(600.0, spec) == 600.0, spec

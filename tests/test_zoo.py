@@ -180,7 +180,7 @@ def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_version
         said = _memory_skip(item, load_recipe(name), 13.0)
         torch_here = release(installed_version("torch"))
         assert said and said.startswith(f"needs about 21.6 GB per worker (measured: a worker killed past it on {name} "
-                                        f"with torch {torch_here}), above"), said
+                                        f"with the executorch {here} pair (torch {torch_here} here)), above"), said
     assert _memory_skip(item, load_recipe("xnnpack"), 13.0) is None
     sizes[albert]["floors"] = {"xnnpack@0.1": 99.0}  # another release's floor: the estimate here
     assert _memory_skip(SimpleNamespace(case=next(c for c in zoo.zoo_cases() if c.id == albert)), load_recipe("xnnpack"), 13.0) is None

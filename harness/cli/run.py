@@ -73,7 +73,7 @@ def _finite(value: float | None, name: str) -> float | None:
 @click.option("--seed", type=int, default=0, show_default=True, help="opdiff suites: the base seed of their inputs (opdiff's --seed).")
 @click.option("--sampled-inputs", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="opdiff suites: independently sampled input sets per test, each run and compared (opdiff's --num-sampled-inputs).")
-@click.option("--repeats", type=click.IntRange(1), help="Timed runs per item, for every recipe (its runtime.repeats; opdiff's --repeats).")
+@click.option("--repeats", type=click.IntRange(1), help="Timed runs per item, for every recipe (its runtime.repeats; opdiff's --repeats); none after a warm call of 10 s.")
 @click.option("--warmup", type=click.IntRange(0), help="Untimed runs before them, for every recipe (its runtime.warmup).")
 @click.option("--allow-unverified", is_flag=True, help="Exit 0 even where a recipe verified nothing (every item UNAVAILABLE, "
               "LOWERED, SKIP or BLOCKED): for sweeps that list recipes whose runtime is not on every runner.")

@@ -182,7 +182,7 @@ def model_accuracy(records: Sequence[Record], limit: int = 40) -> list[str]:
         acc = rec["accuracy"]
         agree = acc.get("top1_agreement", acc.get("next_token_agreement"))
         d = acc.get("deterministic")
-        det = "yes" if d is True else "**no**" if d is False else "—"
+        det = "yes" if d is True else "**no**" if d is False else "not checked" if acc.get("deterministic_unchecked") else "—"
         out.append(f"| {safe.code(rec['id'])} | {status_of(rec).value} | {_esc(acc.get('rule', '—'))} | {fmt_num(agree, 4)} | {det} |")
     if len(rows) > limit:
         out.append(f"\n_…and {len(rows) - limit} more (failures first)._")

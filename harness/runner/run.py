@@ -322,8 +322,8 @@ def _memory_skip(item: Item, recipe: Recipe, limit: float) -> str | None:
         here = release(cached_version("executorch"))
         floor = floors.get(f"{recipe.name}@{here}")
         if isinstance(floor, (int, float)) and floor > need:
-            pair = (f"executorch {here}" if get_backend(recipe.backend).runs_programs
-                    else f"torch {release(cached_version('torch'))}")  # an eager recipe: keyed by its pair all the same
+            pair = (f"executorch {here}" if get_backend(recipe.backend).runs_programs  # an eager recipe: keyed by its pair
+                    else f"the executorch {here} pair (torch {release(cached_version('torch'))} here)")
             need, said = floor, f"measured: a worker killed past it on {recipe.name} with {pair}"
     if limit and isinstance(need, (int, float)) and need > limit:
         return (f"needs about {need:g} GB per worker ({said}), above the worker memory "

@@ -302,7 +302,7 @@ MODELS: tuple[ZooModel, ...] = (
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
 ESTIMATE_CAP = 600.0  # seconds: the default item timeout
-TIMEOUT_S = 3600.0  # each row's item timeout (``timeout_s``), at least: BERT-large's one call is 821 s on portable
+TIMEOUT_S = (600.0, 10.0, 3600.0)  # a row's item timeout (``timeout_s``): 10 s per unit of work, within these bounds
 
 
 def sizes() -> dict[str, dict[str, Any]]:
@@ -320,17 +320,29 @@ def memory_gb(params: float, outputs: float = 0.0, factor: tuple[float, float] =
 
 def _cost(m: ZooModel, size: dict[str, Any]) -> float:
     """Seconds per item: measured (``--costs``: the mean item duration of a sweep on a 2-core CPU), else an estimate
-    from the parameter count and input size, at most ``ESTIMATE_CAP`` (an item ends at the item timeout, or SKIPs at
-    once by its declared memory); a row that cannot be built costs nothing. A previous run's durations
+    from the parameter count and input size, at most ``ESTIMATE_CAP`` (an estimate for balancing shards: most rows end
+    well inside the default timeout, or SKIP at once by their declared memory); a row that cannot be built costs nothing. A previous run's durations
     (``bti run --durations``) replace all of it."""
     if m.unavailable:
         return 0.1
     if isinstance(size.get("seconds"), (int, float)):
         return float(size["seconds"])
-    params_m = float(size.get("params", 0)) / 1e6
+    return min(ESTIMATE_CAP, round(10 + 0.4 * _work(m, size), 1))
+
+
+def _work(m: ZooModel, size: dict[str, Any]) -> float:
+    """Millions of parameters times the input's size against BERT's 512 tokens or a 224-pixel image."""
     side = (size.get("input") or [3, 224, 224])[-1]
-    work = params_m * (m.seq / 512 if m.seq else (side / 224) ** 2)
-    return min(ESTIMATE_CAP, round(10 + 0.4 * work, 1))
+    return float(size.get("params", 0)) / 1e6 * (m.seq / 512 if m.seq else (side / 224) ** 2)
+
+
+def _timeout(m: ZooModel, size: dict[str, Any]) -> float:
+    """The row's own item timeout: the slowest backends here take about 3 s a call per unit of work (BERT-large,
+    285 units: 821 s a call on the portable kernels; DINOv2's ViT-B/14, 460 units: 1,275 s in all on the TOSA
+    reference model), and an item makes two calls at most (``harness.metrics.LONG_CALL_S``), so 10 s a unit, at least
+    the default 600 s and at most an hour: a hang on a small row still ends in 10 minutes."""
+    low, per_unit, high = TIMEOUT_S
+    return float(min(high, max(low, round(per_unit * _work(m, size)))))
 
 
 def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[str, ...] = ()) -> list[Case]:
@@ -342,7 +354,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
             continue
         size = known.get(m.id, {})
         spec: dict[str, Any] = {"model": m.name, "list": m.list, "batch": 1, "list_batch": m.batch, "task": m.task, "code": code,
-                                "check": _check(m), "cost": _cost(m, size), "timeout_s": TIMEOUT_S}
+                                "check": _check(m), "cost": _cost(m, size), "timeout_s": _timeout(m, size)}
         if m.seq:
             spec["seq"] = m.seq
         if m.unavailable:
