@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-LONG_CALL_S = 10.0  # a call at least this long is warmed once and timed once
+LONG_CALL_S = 10.0  # in bti run, a warm call at least this long ends the timing (one warm-up, one sample)
 
 
 def timed_calls(call: Callable[[], Any], warmup: int, repeats: int, long_s: float | None = None) -> tuple[Any, list[float]]:
