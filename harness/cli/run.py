@@ -35,7 +35,7 @@ def _finite(value: float | None, name: str) -> float | None:
 @click.option("-o", "--out-dir", type=click.Path(path_type=Path), default=Path("out"), show_default=True, help="Where results.jsonl and the reports go.")
 @click.option("--jsonl", type=click.Path(path_type=Path), help="Results file (default: OUT_DIR/results.jsonl).")
 @click.option("-j", "--jobs", type=click.IntRange(1), default=os.cpu_count() or 1, show_default="CPU count", help="Worker processes.")
-@click.option("--timeout", type=click.FloatRange(0.1), default=600.0, show_default=True, help="Seconds per item before TIMEOUT (a case may declare longer: the zoo's large rows, up to 3600).")
+@click.option("--timeout", type=click.FloatRange(0.1), default=600.0, show_default=True, help="Seconds per item before TIMEOUT (a case may declare longer: large zoo rows).")
 @click.option("--worker-memory", type=click.FloatRange(0.1, 1e6), metavar="GB", callback=lambda _c, _p, v: _finite(v, "--worker-memory"),
               help="A worker above this RSS is killed (its item: CRASH, out of memory); a case declaring more is SKIP. "
               "[default: 90% of RAM / --jobs; BTI_WORKER_MEMORY_GB]")
