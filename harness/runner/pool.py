@@ -101,7 +101,7 @@ class _Worker:
     done: set[str] = field(default_factory=set)
     current: str | None = None
     started: float = 0.0
-    timeout: float = 0.0  # the current item's (``case_timeout``)
+    timeout: float = 0.0  # its group's items' (``case_timeout``: one case per group)
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
 
     @property
@@ -181,7 +181,6 @@ class Pool:
                 kind, payload = w.conn.recv()
                 if kind == "start":
                     w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
-                    w.timeout = case_timeout(self.cfg.timeout, next((i.case.spec for i in w.group if i.id == payload), {}))
                 elif kind == "result":
                     w.done.add(payload["id"])
                     w.current = None
