@@ -123,6 +123,56 @@ def test_shard_costs_are_measured_seconds_else_a_capped_estimate_and_nothing_for
     assert by_id["zoo.huggingface.openai_gpt-oss-20b"].spec["cost"] == zoo.ESTIMATE_CAP
 
 
+def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_the_shard_balance(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weekly sweep balances its 24 shards by cost before any duration is recorded. One figure per row counted
+    BERT-large as 31 s on every recipe, where the portable kernels take most of an hour. A sweep's seconds per row and
+    recipe (``--sizes --costs``, repeatable, the later sweep's kept) become the row's cost there; a recipe measured on
+    three rows or more costs the others their base times the median ratio; no cost passes the row's own timeout; a
+    SKIP or UNAVAILABLE item took no time, a TIMEOUT its whole; the shard balance reads each item's recipe."""
+    from harness.cases.case import Axes, Item
+    from harness.runner.matrix import shard
+    from harness.suites import case_cost
+
+    alexnet, resnet18, resnet50, mobilenet, vgg = (f"zoo.torchbench.{n}" for n in ("alexnet", "resnet18", "resnet50", "mobilenet_v2", "vgg16"))
+    header = _header("r", 29, executorch="1.5.1")
+    first = _write(tmp_path / "first.jsonl", header, [
+        _rec(alexnet, "portable", "PASS", op=None, duration_s=20.0), _rec(alexnet, "xnnpack", "PASS", op=None, duration_s=2.0),
+        _rec(resnet18, "portable", "TIMEOUT", op=None, duration_s=30.0),
+        _rec(resnet50, "portable", "PASS", op=None, duration_s=90.0), _rec(resnet50, "torch-cpu", "SKIP", op=None, duration_s=0.0),
+        _rec(mobilenet, "qnn", "UNAVAILABLE", op=None, duration_s=0.0)])
+    later = _write(tmp_path / "later.jsonl", header, [_rec(alexnet, "portable", "PASS", op=None, duration_s=40.0)])
+    assert zoo.measured_costs(first) == {alexnet: {"portable": 20.0, "xnnpack": 2.0}, resnet18: {"portable": 30.0},
+                                         resnet50: {"portable": 90.0}}
+
+    written = tmp_path / "sizes.json"
+    image = {"input": [3, 224, 224]}
+    written.write_text(json.dumps({alexnet: {"params": 1, "seconds": 2.0}, resnet18: {"params": 1, "seconds": 3.0},
+                                   resnet50: {"params": 1, "seconds": 3.0}, mobilenet: {"params": 1, "seconds": 5.0},
+                                   vgg: {"params": 1, "seconds": 1000.0}}))
+    monkeypatch.setattr(zoo, "SIZES", written)
+    monkeypatch.setattr(zoo, "measure_sizes", lambda: {alexnet: {"params": 61_000_000, **image}, resnet18: {"params": 11_000_000, **image},
+                                                       resnet50: {"params": 25_000_000, **image}, mobilenet: {"params": 3_500_000, **image},
+                                                       vgg: {"params": 138_000_000, **image}})
+    assert zoo.main(["--sizes", "--costs", str(first), "--costs", str(later)]) == 0
+    kept = json.loads(written.read_text())
+    assert kept[alexnet]["recipe_seconds"] == {"portable": 40.0, "xnnpack": 2.0} and kept[alexnet]["seconds"] == 2.0
+    assert "recipe_seconds" not in kept[mobilenet] and kept[mobilenet]["seconds"] == 5.0
+
+    assert zoo.recipe_factors(kept) == {"portable": 20.0}  # 40/2, 30/3, 90/3: the median; xnnpack on one row only
+    cases = {c.id: c for c in zoo.zoo_cases(only=(alexnet, resnet18, resnet50, mobilenet, vgg))}
+    assert cases[vgg].spec["costs"] == {"portable": cases[vgg].spec["timeout_s"]} == {"portable": 1380.0}  # not 1000 x 20
+    assert cases[mobilenet].spec["costs"] == {"portable": 100.0}
+    assert cases[alexnet].spec["costs"] == {"portable": 40.0, "xnnpack": 2.0}
+    assert case_cost(cases[alexnet], "portable") == 40.0 and case_cost(cases[alexnet], "torch-cpu") == 2.0 == case_cost(cases[alexnet])
+
+    # on portable and torch-cpu: mobilenet 105 s, resnet50 93, alexnet 42, resnet18 33 (one figure a row: 10, 6, 4, 6)
+    axes = Axes("float32", "static")
+    groups = [[Item(cases[i], r, axes) for r in ("portable", "torch-cpu")] for i in (alexnet, resnet18, resnet50, mobilenet)]
+    shards = [{g[0].case.id for g in shard(groups, i, 2)} for i in (1, 2)]
+    assert shards == [{mobilenet, resnet18}, {resnet50, alexnet}]  # 138 s and 135 s (one figure a row: 147 and 126)
+
+
 def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_version_pair_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The estimate from parameters and outputs missed ALBERT (xxlarge), whose worker passed 21.5 GB on 1.4.1's XNNPACK

@@ -113,7 +113,9 @@ class CaseSource(Protocol):
 
     def judge(self, case: Case, dtype: str, recipe: Any) -> Judgement | None: ...  # parent and worker side
 
-    def cost(self, case: Case) -> float: ...  # estimated seconds per item
+    # estimated seconds per item (shard balance); where it differs by recipe, a case's spec may say so itself:
+    # ``costs``, recipe name -> seconds, which the shard balance prefers (harness.suites.case_cost)
+    def cost(self, case: Case) -> float: ...
 
     @property
     def report_formats(self) -> Mapping[str, tuple[str, str]]: ...  # its own results formats: name -> (file, "module:render")

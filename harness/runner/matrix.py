@@ -89,16 +89,18 @@ def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str,
     """Deterministic, disjoint, balanced: longest-processing-time-first over groups.
 
     Cost of a group is the summed recorded duration of its items when ``durations`` (item id →
-    seconds, from a previous run) knows them, else the case source's estimate (``CaseSource.cost``: an
-    operator item about 1 s, a small model 10, a real-size Hugging Face model 120).
+    seconds, from a previous run) knows them, else the estimate for each item's case on its recipe
+    (``harness.suites.case_cost``: an operator item about 1 s, a small model 10, a real-size Hugging Face model 120, a
+    zoo row on the portable kernels many times its figure on XNNPACK).
     """
     from harness.suites import case_cost
 
     durations = durations or {}
-    estimate: dict[str, float] = {}
+    estimate: dict[tuple[str, str], float] = {}
 
     def cost(group: list[Item]) -> float:
-        return sum(durations.get(it.id) or estimate.setdefault(it.case.id, case_cost(it.case)) for it in group)
+        return sum(durations.get(it.id) or estimate.setdefault((it.case.id, it.recipe), case_cost(it.case, it.recipe))
+                   for it in group)
 
     order = sorted(range(len(groups)), key=lambda g: (-cost(groups[g]), groups[g][0].group))
     loads = [0.0] * count

@@ -296,8 +296,13 @@ def case_judgement(case: Case, dtype: str, recipe: Any) -> Judgement:
     return src.judge(case, dtype, recipe) or Judgement()
 
 
-def case_cost(case: Case) -> float:
-    """Estimated seconds per item of ``case`` (shard balancing before durations are recorded)."""
+def case_cost(case: Case, recipe: str | None = None) -> float:
+    """Estimated seconds per item of ``case`` (shard balancing before durations are recorded): on ``recipe`` where the
+    case's spec has a figure for it (``costs``, recipe name -> seconds: the zoo's, since one model takes seconds on
+    XNNPACK and most of an hour on the portable kernels), else the case source's estimate (``CaseSource.cost``)."""
+    per = case.spec.get("costs") if isinstance(case.spec, dict) else None
+    if recipe and isinstance(per, dict) and isinstance(per.get(recipe), (int, float)) and not isinstance(per[recipe], bool):
+        return float(per[recipe])
     try:
         return source_for_kind(case.kind).cost(case)
     except UserError:

@@ -44,6 +44,7 @@ import glob
 import hashlib
 import json
 import re
+import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,6 +303,7 @@ MODELS: tuple[ZooModel, ...] = (
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
 ESTIMATE_CAP = 600.0  # seconds: the default item timeout
+FACTOR_ROWS = 3  # rows a recipe must be measured on (``recipe_seconds``) before its factor estimates the others
 TIMEOUT_S = (600.0, 10.0, 3600.0)  # a row's item timeout (``timeout_s``): 10 s per unit of work, within these bounds
 
 
@@ -330,6 +332,29 @@ def _cost(m: ZooModel, size: dict[str, Any]) -> float:
     return min(ESTIMATE_CAP, round(10 + 0.4 * _work(m, size), 1))
 
 
+def recipe_factors(known: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Each recipe's measured seconds per item against a row's ``seconds`` (the first sweep's, on the eager and XNNPACK
+    recipes), the median over the rows measured on both, for recipes measured on ``FACTOR_ROWS`` rows or more: the
+    portable kernels and the TOSA reference model take tens of times longer, a recipe that only lowers far less."""
+    ratios: dict[str, list[float]] = {}
+    for entry in known.values():
+        base = entry.get("seconds")
+        for recipe, seconds in (entry.get("recipe_seconds") or {}).items():
+            if isinstance(base, (int, float)) and base > 0 and isinstance(seconds, (int, float)):
+                ratios.setdefault(recipe, []).append(seconds / base)
+    return {r: round(statistics.median(v), 3) for r, v in sorted(ratios.items()) if len(v) >= FACTOR_ROWS}
+
+
+def _recipe_costs(m: ZooModel, size: dict[str, Any], factors: dict[str, float]) -> dict[str, float]:
+    """Seconds per item on each recipe bti has a figure for: measured on this row (``recipe_seconds``), else the row's
+    cost times the recipe's factor; never more than the row's own timeout, which ends an item."""
+    if m.unavailable:
+        return {}
+    measured = {r: float(s) for r, s in (size.get("recipe_seconds") or {}).items() if isinstance(s, (int, float))}
+    base, limit = _cost(m, size), _timeout(m, size)
+    return {r: min(limit, measured[r] if r in measured else round(base * factors[r], 1)) for r in sorted({*measured, *factors})}
+
+
 def _work(m: ZooModel, size: dict[str, Any]) -> float:
     """Millions of parameters times the input's size against BERT's 512 tokens or a 224-pixel image."""
     side = (size.get("input") or [3, 224, 224])[-1]
@@ -348,6 +373,7 @@ def _timeout(m: ZooModel, size: dict[str, Any]) -> float:
 def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[str, ...] = ()) -> list[Case]:
     code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
     known = sizes()
+    factors = recipe_factors(known)
     cases = []
     for m in MODELS:
         if m.list not in lists or (only and m.id not in only):
@@ -355,6 +381,9 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
         size = known.get(m.id, {})
         spec: dict[str, Any] = {"model": m.name, "list": m.list, "batch": 1, "list_batch": m.batch, "task": m.task, "code": code,
                                 "check": _check(m), "cost": _cost(m, size), "timeout_s": _timeout(m, size)}
+        costs = _recipe_costs(m, size, factors)
+        if costs:
+            spec["costs"] = costs  # per recipe, for shard balance (harness.suites.case_cost)
         if m.seq:
             spec["seq"] = m.seq
         if m.unavailable:
@@ -465,16 +494,20 @@ def build(case: Case, axes: Any, seed: int) -> Any:
     return Built(module, inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
 
 
-def measured_costs(results: Path) -> dict[str, float]:
-    """Each zoo case's mean item duration (seconds) in a results file, over the items that ran."""
+def measured_costs(results: Path) -> dict[str, dict[str, float]]:
+    """Each zoo case's mean item duration (seconds) per recipe in a results file, over the items that ran (a TIMEOUT or
+    an out-of-memory kill took its time too)."""
     from harness.results import read_latest
 
-    per: dict[str, list[float]] = {}
+    per: dict[tuple[str, str], list[float]] = {}
     for rec in read_latest(results)[1]:
         case, seconds = str(rec.get("case") or ""), rec.get("duration_s")
         if case.startswith("zoo.") and isinstance(seconds, (int, float)) and rec.get("status") not in ("SKIP", "UNAVAILABLE"):
-            per.setdefault(case, []).append(float(seconds))
-    return {case: round(sum(v) / len(v), 1) for case, v in per.items()}
+            per.setdefault((case, str(rec.get("recipe"))), []).append(float(seconds))
+    costs: dict[str, dict[str, float]] = {}
+    for (case, recipe), v in sorted(per.items()):
+        costs.setdefault(case, {})[recipe] = round(sum(v) / len(v), 1)
+    return costs
 
 
 _OUT_OF_MEMORY = re.compile(r"^out of memory: the worker's RSS reached ([0-9.]+) GB, above the worker memory limit of ([0-9.]+) GB")
@@ -501,28 +534,34 @@ def measured_peaks(results: Path) -> dict[str, dict[str, float]]:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl] [--peaks RESULTS.jsonl ...]``: measure every
-    buildable model on the meta device, add each case's measured seconds per item from a sweep's results (kept from the
-    file otherwise) and its memory floors from sweeps' out-of-memory kills (kept, and raised), rewrite
-    ``zoo_sizes.json`` and print the zoo's size."""
+    """``python -m harness.suites.zoo --sizes [--costs RESULTS.jsonl ...] [--peaks RESULTS.jsonl ...]``: measure every
+    buildable model on the meta device, add each case's measured seconds per item on each recipe from sweeps' results
+    (``recipe_seconds``: kept, a later sweep's replacing an earlier's) and its memory floors from sweeps' out-of-memory
+    kills (kept, and raised), rewrite ``zoo_sizes.json`` and print the zoo's size. A row's ``seconds``, the first
+    sweep's mean on the eager and XNNPACK recipes, is the base the recipes' factors are measured against, and kept."""
     parser = argparse.ArgumentParser(prog="python -m harness.suites.zoo")
     parser.add_argument("--sizes", action="store_true", required=True, help="measure and rewrite zoo_sizes.json")
-    parser.add_argument("--costs", type=Path, metavar="RESULTS.jsonl", help="a sweep's results: each model's seconds per item")
+    parser.add_argument("--costs", type=Path, metavar="RESULTS.jsonl", action="append", default=[],
+                        help="a sweep's results: each model's seconds per item on each recipe (repeatable)")
     parser.add_argument("--peaks", type=Path, metavar="RESULTS.jsonl", action="append", default=[],
                         help="a sweep's results: the RSS each model's worker reached when killed out of memory (repeatable)")
     args = parser.parse_args(argv)  # a bad command line: usage and exit 2
     old = sizes()
     try:
-        costs = measured_costs(args.costs) if args.costs else {}
+        costs = [measured_costs(p) for p in args.costs]
         peaks = [measured_peaks(p) for p in args.peaks]
     except UserError as exc:  # an unreadable results file: one line, and the sizes file untouched
         print(f"python -m harness.suites.zoo: {exc}", file=sys.stderr)
         return 2
     measured = measure_sizes()
     for key, entry in measured.items():
-        seconds = costs.get(key, old.get(key, {}).get("seconds"))
-        if seconds is not None:
-            entry["seconds"] = seconds
+        if old.get(key, {}).get("seconds") is not None:
+            entry["seconds"] = old[key]["seconds"]
+        per_recipe = dict(old.get(key, {}).get("recipe_seconds") or {})
+        for c in costs:
+            per_recipe.update(c.get(key, {}))
+        if per_recipe:
+            entry["recipe_seconds"] = dict(sorted(per_recipe.items()))
         floors = dict(old.get(key, {}).get("floors") or {})  # kept, and only raised by evidence
         for where, gb in (kv for p in peaks for kv in p.get(key, {}).items()):
             floors[where] = max(gb, floors.get(where, 0.0))
@@ -532,8 +571,9 @@ def main(argv: list[str]) -> int:
     SIZES.write_text("{\n" + ",\n".join(lines) + "\n}\n")
     total = sum(v["params"] for v in measured.values())
     timed = sum("seconds" in v for v in measured.values())
+    pairs = sum(len(v.get("recipe_seconds", {})) for v in measured.values())
     print(f"{len(MODELS)} rows, {len(measured)} buildable models, {total / 1e9:.2f} B parameters, {timed} with measured "
-          f"seconds -> {SIZES}")
+          f"seconds, {pairs} measured (row, recipe) costs -> {SIZES}")
     return 0
 
 

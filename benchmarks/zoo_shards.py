@@ -1,0 +1,56 @@
+"""The weekly sweep's zoo shards as bti balances them before any duration is recorded: each shard's estimated load
+(hours) over the periodic workflow's recipes, with each row's cost per recipe (``costs``: measured seconds, or the
+row's base times the recipe's measured factor) and, side by side, with one figure per row on every recipe (as before
+2026-11-29). Estimates only: the figures are as good as ``zoo_sizes.json``'s measurements. Measures nothing itself.
+
+    python -m harness.suites.zoo --sizes --costs sweep/results.jsonl   # per-recipe seconds from a sweep, repeatable
+    python benchmarks/zoo_shards.py [--shards 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.cases.case import Axes, Item  # noqa: E402
+from harness.runner.matrix import shard  # noqa: E402
+from harness.suites import case_cost, zoo  # noqa: E402
+
+WORKFLOW = ROOT / ".github" / "workflows" / "periodic.yml"
+
+
+def weekly_recipes() -> list[str]:
+    """The recipes the periodic workflow's sweep runs by default (its ``recipes:`` fallback)."""
+    found = re.search(r"recipes: \$\{\{ inputs\.recipes \|\| '([^']+)' \}\}", WORKFLOW.read_text())
+    if not found:
+        raise SystemExit(f"{WORKFLOW}: no default recipes list")
+    return found.group(1).split(",")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shards", type=int, default=24)
+    args = parser.parse_args()
+    recipes, cases = weekly_recipes(), zoo.zoo_cases()
+    one_figure = [dataclasses.replace(c, spec={k: v for k, v in c.spec.items() if k != "costs"}) for c in cases]
+    print(f"{len(cases)} rows x {len(recipes)} recipes over {args.shards} shards; recipe factors: "
+          f"{zoo.recipe_factors(zoo.sizes()) or 'none measured'}")
+    print("| estimate | largest shard (h) | smallest (h) | all (h) |\n|---|---:|---:|---:|")
+    for name, rows in (("per recipe (costs)", cases), ("one figure per row", one_figure)):
+        # the same balance, judged by the per-recipe estimate either way: what the shards would take
+        order = {c.id: c for c in cases}
+        axes = Axes("float32", "static")
+        groups = [[Item(c, r, axes) for r in recipes] for c in rows]
+        hours = sorted((sum(case_cost(order[it.case.id], it.recipe) for g in shard(groups, i, args.shards) for it in g) / 3600
+                        for i in range(1, args.shards + 1)), reverse=True)
+        print(f"| {name} | {hours[0]:.2f} | {hours[-1]:.2f} | {sum(hours):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
