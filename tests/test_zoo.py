@@ -123,6 +123,17 @@ def test_shard_costs_are_measured_seconds_else_a_capped_estimate_and_nothing_for
     assert by_id["zoo.huggingface.openai_gpt-oss-20b"].spec["cost"] == zoo.ESTIMATE_CAP
 
 
+def test_a_row_s_own_timeout_follows_its_work_from_ten_minutes_to_an_hour() -> None:
+    """10 s per million parameters times the input against 512 tokens or a 224-pixel image, within 600 s and an hour.
+    An audio row's 3,000 frames are 1,500 tokens after Whisper's strided convolution, not a 3,000-pixel image's side:
+    ``hf_Whisper`` (8 M parameters, 62 s on the portable kernels) had been given an hour."""
+    timeout = {c.id: c.spec["timeout_s"] for c in load_suites(["zoo"])}
+    assert timeout["zoo.torchbench.hf_Bert_large"] == 2848.0  # 285 M parameters at 512 tokens
+    assert timeout["zoo.torchbench.resnet18"] == 600.0 and timeout["zoo.timm.vit_base_patch14_dinov2.lvd142m"] == 3600.0
+    assert timeout["zoo.torchbench.hf_Whisper"] == 600.0  # 8.3 M x 1,500 / 512: 24 units
+    assert timeout["zoo.torchbench.hf_distil_whisper"] == 3600.0  # 307 M x 1,500 / 512: 901 units
+
+
 def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_the_shard_balance(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The weekly sweep balances its 24 shards by cost before any duration is recorded. One figure per row counted

@@ -356,9 +356,11 @@ def _recipe_costs(m: ZooModel, size: dict[str, Any], factors: dict[str, float]) 
 
 
 def _work(m: ZooModel, size: dict[str, Any]) -> float:
-    """Millions of parameters times the input's size against BERT's 512 tokens or a 224-pixel image."""
+    """Millions of parameters times the input's size against BERT's 512 tokens or a 224-pixel image; an audio row's
+    frames (Whisper's 3,000) are half as many tokens after its strided convolution, not an image's side."""
     side = (size.get("input") or [3, 224, 224])[-1]
-    return float(size.get("params", 0)) / 1e6 * (m.seq / 512 if m.seq else (side / 224) ** 2)
+    scale = m.seq / 512 if m.seq else side / 2 / 512 if m.inputs == "audio" else (side / 224) ** 2
+    return float(size.get("params", 0)) / 1e6 * scale
 
 
 def _timeout(m: ZooModel, size: dict[str, Any]) -> float:
