@@ -54,16 +54,18 @@ def test_a_slow_row_is_judged_within_its_own_time_and_run_twice_not_five_times(b
     state = tmp_path / "state"
     state.mkdir()
     res = bti("run", "-s", "zoo", "-k", "zoo.torchbench.basic_gnn_sage*", "-s", str(FIXTURES / "suites" / "tiny.yaml"),
-              "-k", "op.mul.*", "-r", "fault-slow", "--timeout", "5", "--no-reuse", "--repeats", "3", "--warmup", "1",
-              "-o", str(tmp_path / "out"), env={"BTI_FAULT_STATE": str(state)})
+              "-k", "op.mul.*", "-s", str(FIXTURES / "suites" / "slow.yaml"), "-k", "op.neg.own_time*", "-r", "fault-slow", "--timeout", "5",
+              "--no-reuse", "--repeats", "3", "--warmup", "1", "-o", str(tmp_path / "out"), env={"BTI_FAULT_STATE": str(state)})
     records = {r["case"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines()[1:])}
-    zoo, op = records["zoo.torchbench.basic_gnn_sage"], records["op.mul.a"]
+    zoo, op, own = records["zoo.torchbench.basic_gnn_sage"], records["op.mul.a"], records["op.neg.own_time"]
     assert zoo["status"] == "PASS", (zoo["status"], zoo.get("detail"))
     assert zoo["latency_ms"]["repeats"] == 1 and "deterministic" not in zoo["accuracy"], zoo
     assert zoo["accuracy"]["deterministic_unchecked"].startswith("not checked: a call took 10 s"), zoo["accuracy"]
     assert op["status"] == "TIMEOUT" and op["detail"] == "no result within --timeout 5s", res.err
-    # each call wrote the provider's time there: the zoo row's two at 0.9 x 600 s, the operator's one at 0.9 x 5 s
-    assert sorted((state / "calls").read_text().split()) == ["4.5", "540", "540"]
+    # a suite's case may declare its own time too (``timeout_s: 7``): the 10 s program ends there, and the record says so
+    assert own["status"] == "TIMEOUT" and own["detail"] == "no result within 7s (the case's timeout_s, longer than --timeout)"
+    # each call wrote the provider's time there: the zoo row's two at 0.9 x 600 s, the operators' at 0.9 x 5 and 7 s
+    assert sorted((state / "calls").read_text().split(), key=float) == ["4.5", "6.3", "540", "540"]
 
 
 def test_a_crash_names_its_cause_from_the_workers_own_output(bti, tmp_path: Path) -> None:

@@ -72,6 +72,8 @@ cases:
     ("cases:\n  - id: a\n    op: aten::abs.default\n    args: [{shape: [Q]}]\n", "unknown dim 'Q'"),
     ("cases:\n  - id: a\n    op: aten::abs.default\n    bogus: 1\n", "unknown case key(s): bogus"),
     ("cases:\n  - id: a\n    op: aten::abs.default\n    dtypes: [float8]\n", "unknown dtype 'float8'"),
+    *((f"cases:\n  - id: a\n    op: aten::abs.default\n    args: [{{shape: [2]}}]\n    timeout_s: {v}\n",
+       "`timeout_s` must be a positive number of seconds") for v in ("0", "-5", ".nan", ".inf", "true", "soon")),
     ("dims: {N: 2}\ncases:\n  - id: a\n    op: aten::abs.default\n    args: [{shape: [N]}]\n    dynamic: {N: [3, 8]}\n",
      "need ints min <= 2 <= max"),
 ])

@@ -51,7 +51,7 @@ INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange",
 LAYOUTS = ("contiguous", "transposed", "permuted", "strided", "complex")
 CASE_KEYS = {
     "id", "op", "op_id", "args", "kwargs", "init", "dtypes", "dynamic", "tags", "ref",
-    "template", "cases", "exclude", "tolerance", "method",
+    "template", "cases", "exclude", "tolerance", "method", "timeout_s",
 }
 TENSOR_KEYS = {"shape", "preset", "dtype", "init", "mean", "std", "low", "high", "p", "layout", "value"}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -303,6 +303,11 @@ def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int],
         "ref": ref,
         "tolerance": case_tolerance(raw.get("tolerance"), loc),
     }
+    if "timeout_s" in raw:  # a slow case's own time, when longer than --timeout (harness.settings.case_timeout)
+        seconds = raw["timeout_s"]
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+            raise SpecError(f"{loc}: `timeout_s` must be a positive number of seconds, got {seconds!r}")
+        spec["timeout_s"] = float(seconds)
     name = str(raw.get("op_id") or op_short_name(op))
     return Case(
         id=f"op.{name}.{variant}",
