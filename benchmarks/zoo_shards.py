@@ -1,7 +1,8 @@
-"""The weekly sweep's zoo shards as bti balances them before any duration is recorded: each shard's estimated load
-(hours) over the periodic workflow's recipes, with each row's cost per recipe (``costs``: measured seconds, or the
-row's base times the recipe's measured factor) and, side by side, with one figure per row on every recipe (as before
-2026-11-29). Estimates only: the figures are as good as ``zoo_sizes.json``'s measurements. Measures nothing itself.
+"""The zoo's share of the weekly sweep's shards (the Saturday sweep shards the operator and model suites with it), as
+bti balances them before any duration is recorded: each shard's estimated load (hours) over the periodic workflow's
+recipes, judged by each row's cost per recipe (``costs``: measured seconds, or the row's measured base times the
+recipe's factor), for the balance made with those costs and, side by side, the balance made with one figure per row on
+every recipe (as before 2026-11-29). Estimates only: as good as ``zoo_sizes.json``'s measurements. Measures nothing.
 
     python -m harness.suites.zoo --sizes --costs sweep/results.jsonl   # per-recipe seconds from a sweep, repeatable
     python benchmarks/zoo_shards.py [--shards 24]
@@ -42,10 +43,9 @@ def main() -> None:
     print(f"{len(cases)} rows x {len(recipes)} recipes over {args.shards} shards; recipe factors: "
           f"{zoo.recipe_factors(zoo.sizes()) or 'none measured'}")
     print("| estimate | largest shard (h) | smallest (h) | all (h) |\n|---|---:|---:|---:|")
-    for name, rows in (("per recipe (costs)", cases), ("one figure per row", one_figure)):
-        # the same balance, judged by the per-recipe estimate either way: what the shards would take
-        order = {c.id: c for c in cases}
-        axes = Axes("float32", "static")
+    order, axes = {c.id: c for c in cases}, Axes("float32", "static")
+    for name, rows in (("balanced per recipe (costs)", cases), ("balanced by one figure per row", one_figure)):
+        # either balance judged by the per-recipe estimate: what its shards would take
         groups = [[Item(c, r, axes) for r in recipes] for c in rows]
         hours = sorted((sum(case_cost(order[it.case.id], it.recipe) for g in shard(groups, i, args.shards) for it in g) / 3600
                         for i in range(1, args.shards + 1)), reverse=True)

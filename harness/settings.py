@@ -68,14 +68,19 @@ class Settings:
         return replace(self, **given)
 
 
+def seconds_or_none(value: Any) -> float | None:
+    """A figure of seconds from a file or a spec: a finite number, not negative, not a bool; else None (no figure)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        return None
+    return float(value)
+
+
 def case_timeout(timeout_s: float, spec: Mapping[str, Any]) -> float:
     """An item's timeout: the longer of ``--timeout`` and the time its case declares it needs (``timeout_s``, a finite
     number of seconds: the zoo's large rows, which take 20 minutes on the TOSA reference model or the portable kernels),
     so a row that is only slow is not a TIMEOUT that says nothing about the backend. Anything else declares nothing."""
-    need = spec.get("timeout_s")
-    if isinstance(need, bool) or not isinstance(need, (int, float)) or not math.isfinite(need):
-        return timeout_s
-    return max(timeout_s, float(need))
+    need = seconds_or_none(spec.get("timeout_s"))
+    return timeout_s if need is None else max(timeout_s, need)
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float, unit: str = "seconds") -> float:

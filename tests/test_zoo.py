@@ -3,6 +3,7 @@ the portal's ``models.html``). The zoo's models run end to end in ``tests/test_e
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib.util
 import json
@@ -140,38 +141,49 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     BERT-large as 31 s on every recipe, where the portable kernels take most of an hour. A sweep's seconds per row and
     recipe (``--sizes --costs``, repeatable, the later sweep's kept) become the row's cost there; a recipe measured on
     three rows or more costs the others their base times the median ratio; no cost passes the row's own timeout; a
-    SKIP or UNAVAILABLE item took no time, a TIMEOUT its whole; the shard balance reads each item's recipe."""
+    SKIP or UNAVAILABLE item took no time, a TIMEOUT its whole; the shard balance reads each item's recipe. A row with
+    no measured base (it SKIPs for its memory where measured) gets no factor, which would add phantom hours; its base is
+    measured once it runs on torch-cpu or xnnpack. A figure that is not a finite number of seconds is none. The figures
+    are scheduling, not the case's identity: ``spec_hash`` leaves them out."""
     from harness.cases.case import Axes, Item
     from harness.runner.matrix import shard
     from harness.suites import case_cost
 
-    alexnet, resnet18, resnet50, mobilenet, vgg = (f"zoo.torchbench.{n}" for n in ("alexnet", "resnet18", "resnet50", "mobilenet_v2", "vgg16"))
+    alexnet, resnet18, resnet50, mobilenet, vgg, squeeze, big = (f"zoo.torchbench.{n}" for n in (
+        "alexnet", "resnet18", "resnet50", "mobilenet_v2", "vgg16", "squeezenet1_1", "resnet152"))
     header = _header("r", 29, executorch="1.5.1")
     first = _write(tmp_path / "first.jsonl", header, [
         _rec(alexnet, "portable", "PASS", op=None, duration_s=20.0), _rec(alexnet, "xnnpack", "PASS", op=None, duration_s=2.0),
         _rec(resnet18, "portable", "TIMEOUT", op=None, duration_s=30.0),
         _rec(resnet50, "portable", "PASS", op=None, duration_s=90.0), _rec(resnet50, "torch-cpu", "SKIP", op=None, duration_s=0.0),
-        _rec(mobilenet, "qnn", "UNAVAILABLE", op=None, duration_s=0.0)])
+        _rec(mobilenet, "qnn", "UNAVAILABLE", op=None, duration_s=0.0), _rec(squeeze, "xnnpack", "PASS", op=None, duration_s=4.0),
+        _rec(squeeze, None, "PASS", op=None, duration_s=9.0), _rec(big, "portable", "PASS", op=None, duration_s=float("nan"))])
     later = _write(tmp_path / "later.jsonl", header, [_rec(alexnet, "portable", "PASS", op=None, duration_s=40.0)])
     assert zoo.measured_costs(first) == {alexnet: {"portable": 20.0, "xnnpack": 2.0}, resnet18: {"portable": 30.0},
-                                         resnet50: {"portable": 90.0}}
+                                         resnet50: {"portable": 90.0}, squeeze: {"xnnpack": 4.0}}
 
     written = tmp_path / "sizes.json"
     image = {"input": [3, 224, 224]}
     written.write_text(json.dumps({alexnet: {"params": 1, "seconds": 2.0}, resnet18: {"params": 1, "seconds": 3.0},
                                    resnet50: {"params": 1, "seconds": 3.0}, mobilenet: {"params": 1, "seconds": 5.0},
-                                   vgg: {"params": 1, "seconds": 1000.0}}))
+                                   vgg: {"params": 1, "seconds": 1000.0}, squeeze: {"params": 1},
+                                   big: {"params": 1, "recipe_seconds": {"portable": True, "xnnpack": -1.0}}}))
     monkeypatch.setattr(zoo, "SIZES", written)
     monkeypatch.setattr(zoo, "measure_sizes", lambda: {alexnet: {"params": 61_000_000, **image}, resnet18: {"params": 11_000_000, **image},
                                                        resnet50: {"params": 25_000_000, **image}, mobilenet: {"params": 3_500_000, **image},
-                                                       vgg: {"params": 138_000_000, **image}})
+                                                       vgg: {"params": 138_000_000, **image}, squeeze: {"params": 1_200_000, **image},
+                                                       big: {"params": 60_000_000, **image}})
     assert zoo.main(["--sizes", "--costs", str(first), "--costs", str(later)]) == 0
     kept = json.loads(written.read_text())
     assert kept[alexnet]["recipe_seconds"] == {"portable": 40.0, "xnnpack": 2.0} and kept[alexnet]["seconds"] == 2.0
     assert "recipe_seconds" not in kept[mobilenet] and kept[mobilenet]["seconds"] == 5.0
+    assert kept[squeeze] == {"params": 1_200_000, **image, "recipe_seconds": {"xnnpack": 4.0}, "seconds": 4.0}
+    assert "seconds" not in kept[big]  # nothing measured: True and -1 are no figures
 
     assert zoo.recipe_factors(kept) == {"portable": 20.0}  # 40/2, 30/3, 90/3: the median; xnnpack on one row only
-    cases = {c.id: c for c in zoo.zoo_cases(only=(alexnet, resnet18, resnet50, mobilenet, vgg))}
+    cases = {c.id: c for c in zoo.zoo_cases(only=(alexnet, resnet18, resnet50, mobilenet, vgg, big))}
+    assert "costs" not in cases[big].spec and case_cost(cases[big], "portable") == cases[big].spec["cost"]  # the estimate
+    assert cases[alexnet].spec_hash == dataclasses.replace(cases[alexnet], spec={**cases[alexnet].spec, "costs": {}}).spec_hash
     assert cases[vgg].spec["costs"] == {"portable": cases[vgg].spec["timeout_s"]} == {"portable": 1380.0}  # not 1000 x 20
     assert cases[mobilenet].spec["costs"] == {"portable": 100.0}
     assert cases[alexnet].spec["costs"] == {"portable": 40.0, "xnnpack": 2.0}

@@ -46,6 +46,7 @@ from typing import Any
 from harness.cases.case import ALL_DTYPES, Case
 from harness.cases.yamlload import load_yaml, where
 from harness.errors import SpecError
+from harness.settings import seconds_or_none
 
 INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange", "full", "special")
 LAYOUTS = ("contiguous", "transposed", "permuted", "strided", "complex")
@@ -304,10 +305,10 @@ def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int],
         "tolerance": case_tolerance(raw.get("tolerance"), loc),
     }
     if "timeout_s" in raw:  # a slow case's own time, when longer than --timeout (harness.settings.case_timeout)
-        seconds = raw["timeout_s"]
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
-            raise SpecError(f"{loc}: `timeout_s` must be a positive number of seconds, got {seconds!r}")
-        spec["timeout_s"] = float(seconds)
+        seconds = seconds_or_none(raw["timeout_s"])
+        if not seconds:
+            raise SpecError(f"{loc}: `timeout_s` must be a positive number of seconds, got {raw['timeout_s']!r}")
+        spec["timeout_s"] = seconds
     name = str(raw.get("op_id") or op_short_name(op))
     return Case(
         id=f"op.{name}.{variant}",

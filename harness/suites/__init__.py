@@ -300,9 +300,12 @@ def case_cost(case: Case, recipe: str | None = None) -> float:
     """Estimated seconds per item of ``case`` (shard balancing before durations are recorded): on ``recipe`` where the
     case's spec has a figure for it (``costs``, recipe name -> seconds: the zoo's, since one model takes seconds on
     XNNPACK and most of an hour on the portable kernels), else the case source's estimate (``CaseSource.cost``)."""
+    from harness.settings import seconds_or_none
+
     per = case.spec.get("costs") if isinstance(case.spec, dict) else None
-    if recipe and isinstance(per, dict) and isinstance(per.get(recipe), (int, float)) and not isinstance(per[recipe], bool):
-        return float(per[recipe])
+    seconds = seconds_or_none(per.get(recipe)) if recipe and isinstance(per, dict) else None
+    if seconds is not None:
+        return seconds
     try:
         return source_for_kind(case.kind).cost(case)
     except UserError:

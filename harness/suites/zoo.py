@@ -53,6 +53,7 @@ from typing import Any
 from harness.cases.case import Case
 from harness.cases.contract import REPRO_ON_REQUEST, Judgement
 from harness.errors import UserError
+from harness.settings import seconds_or_none
 from harness.suites.zoo_builders import BUILDERS, estimate_batch_norm, vocab
 
 HERE = Path(__file__).parent
@@ -303,6 +304,7 @@ MODELS: tuple[ZooModel, ...] = (
 )
 CI_SAMPLE = ("zoo.huggingface.ElectraForQuestionAnswering", "zoo.timm.mobilenetv2_100", "zoo.torchbench.resnet18")
 ESTIMATE_CAP = 600.0  # seconds: the default item timeout
+BASE_RECIPES = ("torch-cpu", "xnnpack")  # a row's base figure (``seconds``): its mean item duration on these
 FACTOR_ROWS = 3  # rows a recipe must be measured on (``recipe_seconds``) before its factor estimates the others
 TIMEOUT_S = (600.0, 10.0, 3600.0)  # a row's item timeout (``timeout_s``): 10 s per unit of work, within these bounds
 
@@ -321,45 +323,49 @@ def memory_gb(params: float, outputs: float = 0.0, factor: tuple[float, float] =
 
 
 def _cost(m: ZooModel, size: dict[str, Any]) -> float:
-    """Seconds per item: measured (``--costs``: the mean item duration of a sweep on a 2-core CPU), else an estimate
-    from the parameter count and input size, at most ``ESTIMATE_CAP`` (an estimate for balancing shards: most rows end
-    well inside the default timeout, or SKIP at once by their declared memory); a row that cannot be built costs nothing. A previous run's durations
-    (``bti run --durations``) replace all of it."""
+    """Seconds per item, the row's base figure: measured (``seconds``, the mean item duration of the first sweep, on the
+    eager and XNNPACK recipes of a 2-core CPU), else an estimate from the parameter count and input size, at most
+    ``ESTIMATE_CAP`` (an estimate for balancing shards: most rows end well inside the default timeout, or SKIP at once
+    by their declared memory); a row that cannot be built costs nothing. Per recipe: ``_recipe_costs``. A previous run's
+    durations (``bti run --durations``) replace all of it."""
     if m.unavailable:
         return 0.1
-    if isinstance(size.get("seconds"), (int, float)):
-        return float(size["seconds"])
-    return min(ESTIMATE_CAP, round(10 + 0.4 * _work(m, size), 1))
+    seconds = seconds_or_none(size.get("seconds"))
+    return seconds if seconds is not None else min(ESTIMATE_CAP, round(10 + 0.4 * _work(m, size), 1))
 
 
 def recipe_factors(known: dict[str, dict[str, Any]]) -> dict[str, float]:
-    """Each recipe's measured seconds per item against a row's ``seconds`` (the first sweep's, on the eager and XNNPACK
-    recipes), the median over the rows measured on both, for recipes measured on ``FACTOR_ROWS`` rows or more: the
-    portable kernels and the TOSA reference model take tens of times longer, a recipe that only lowers far less."""
+    """Each recipe's measured seconds per item against a row's measured ``seconds`` (the eager and XNNPACK recipes'),
+    the median over the rows measured on both, for recipes measured on ``FACTOR_ROWS`` rows or more: the portable
+    kernels and the TOSA reference model take tens of times longer, a recipe that only lowers far less."""
     ratios: dict[str, list[float]] = {}
     for entry in known.values():
-        base = entry.get("seconds")
-        for recipe, seconds in (entry.get("recipe_seconds") or {}).items():
-            if isinstance(base, (int, float)) and base > 0 and isinstance(seconds, (int, float)):
+        base = seconds_or_none(entry.get("seconds"))
+        for recipe, value in (entry.get("recipe_seconds") or {}).items():
+            seconds = seconds_or_none(value)
+            if base and seconds is not None:
                 ratios.setdefault(recipe, []).append(seconds / base)
     return {r: round(statistics.median(v), 3) for r, v in sorted(ratios.items()) if len(v) >= FACTOR_ROWS}
 
 
 def _recipe_costs(m: ZooModel, size: dict[str, Any], factors: dict[str, float]) -> dict[str, float]:
-    """Seconds per item on each recipe bti has a figure for: measured on this row (``recipe_seconds``), else the row's
-    cost times the recipe's factor; never more than the row's own timeout, which ends an item."""
+    """Seconds per item on each recipe bti has a figure for: measured on this row (``recipe_seconds``), else, where the
+    row's base is measured (a factor is a ratio of measurements), the base times the recipe's factor; never more than
+    the row's own timeout, which ends an item. A row never measured (those that SKIP for their declared memory on the
+    machines measured) keeps its estimate on every recipe: a factor on it would add phantom hours."""
     if m.unavailable:
         return {}
-    measured = {r: float(s) for r, s in (size.get("recipe_seconds") or {}).items() if isinstance(s, (int, float))}
-    base, limit = _cost(m, size), _timeout(m, size)
-    return {r: min(limit, measured[r] if r in measured else round(base * factors[r], 1)) for r in sorted({*measured, *factors})}
+    measured = {r: v for r, v in ((r, seconds_or_none(x)) for r, x in (size.get("recipe_seconds") or {}).items()) if v is not None}
+    base, limit = seconds_or_none(size.get("seconds")), _timeout(m, size)
+    scaled = {r: round(base * f, 1) for r, f in factors.items()} if base is not None else {}
+    return {r: min(limit, measured.get(r, scaled.get(r, 0.0))) for r in sorted({*measured, *scaled})}
 
 
 def _work(m: ZooModel, size: dict[str, Any]) -> float:
     """Millions of parameters times the input's size against BERT's 512 tokens or a 224-pixel image; an audio row's
     frames (Whisper's 3,000) are half as many tokens after its strided convolution, not an image's side."""
     side = (size.get("input") or [3, 224, 224])[-1]
-    scale = m.seq / 512 if m.seq else side / 2 / 512 if m.inputs == "audio" else (side / 224) ** 2
+    scale = m.seq / 512 if m.seq else side / 2 / 512 if m.inputs == "audio" else (side / 224) ** 2  # audio: Whisper's stride 2
     return float(size.get("params", 0)) / 1e6 * scale
 
 
@@ -503,9 +509,9 @@ def measured_costs(results: Path) -> dict[str, dict[str, float]]:
 
     per: dict[tuple[str, str], list[float]] = {}
     for rec in read_latest(results)[1]:
-        case, seconds = str(rec.get("case") or ""), rec.get("duration_s")
-        if case.startswith("zoo.") and isinstance(seconds, (int, float)) and rec.get("status") not in ("SKIP", "UNAVAILABLE"):
-            per.setdefault((case, str(rec.get("recipe"))), []).append(float(seconds))
+        case, recipe, seconds = str(rec.get("case") or ""), rec.get("recipe"), seconds_or_none(rec.get("duration_s"))
+        if case.startswith("zoo.") and recipe and seconds is not None and rec.get("status") not in ("SKIP", "UNAVAILABLE"):
+            per.setdefault((case, str(recipe)), []).append(seconds)
     costs: dict[str, dict[str, float]] = {}
     for (case, recipe), v in sorted(per.items()):
         costs.setdefault(case, {})[recipe] = round(sum(v) / len(v), 1)
@@ -540,7 +546,9 @@ def main(argv: list[str]) -> int:
     buildable model on the meta device, add each case's measured seconds per item on each recipe from sweeps' results
     (``recipe_seconds``: kept, a later sweep's replacing an earlier's) and its memory floors from sweeps' out-of-memory
     kills (kept, and raised), rewrite ``zoo_sizes.json`` and print the zoo's size. A row's ``seconds``, the first
-    sweep's mean on the eager and XNNPACK recipes, is the base the recipes' factors are measured against, and kept."""
+    sweep's mean on the eager and XNNPACK recipes, is the base the recipes' factors are measured against: kept, and
+    set where missing from the row's figures on those recipes (``BASE_RECIPES``). The figures are not per version pair:
+    the last sweep given wins."""
     parser = argparse.ArgumentParser(prog="python -m harness.suites.zoo")
     parser.add_argument("--sizes", action="store_true", required=True, help="measure and rewrite zoo_sizes.json")
     parser.add_argument("--costs", type=Path, metavar="RESULTS.jsonl", action="append", default=[],
@@ -557,13 +565,15 @@ def main(argv: list[str]) -> int:
         return 2
     measured = measure_sizes()
     for key, entry in measured.items():
-        if old.get(key, {}).get("seconds") is not None:
-            entry["seconds"] = old[key]["seconds"]
         per_recipe = dict(old.get(key, {}).get("recipe_seconds") or {})
         for c in costs:
             per_recipe.update(c.get(key, {}))
         if per_recipe:
             entry["recipe_seconds"] = dict(sorted(per_recipe.items()))
+        base = [v for v in (seconds_or_none(per_recipe.get(r)) for r in BASE_RECIPES) if v is not None]
+        seconds = old.get(key, {}).get("seconds", round(sum(base) / len(base), 1) if base else None)
+        if seconds is not None:  # the base figure: kept, else first measured on the eager and XNNPACK recipes
+            entry["seconds"] = seconds
         floors = dict(old.get(key, {}).get("floors") or {})  # kept, and only raised by evidence
         for where, gb in (kv for p in peaks for kv in p.get(key, {}).items()):
             floors[where] = max(gb, floors.get(where, 0.0))
