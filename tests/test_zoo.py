@@ -140,7 +140,7 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     """The weekly sweep balances its 24 shards by cost before any duration is recorded. One figure per row counted
     BERT-large as 31 s on every recipe, where the portable kernels take most of an hour. A sweep's seconds per row and
     recipe (``--sizes --costs``, repeatable, the later sweep's kept) become the row's cost there; a recipe measured on
-    three rows or more costs the others their base times the median ratio; no cost passes the row's own timeout; a
+    three rows or more costs the others their base times the ratio of its sums; no cost passes the row's own timeout; a
     SKIP or UNAVAILABLE item took no time, a TIMEOUT its whole; the shard balance reads each item's recipe. A row with
     no measured base (it SKIPs for its memory where measured) gets no factor, which would add phantom hours; its base is
     measured once it runs on torch-cpu or xnnpack. A figure that is not a finite number of seconds is none. The figures
@@ -180,7 +180,7 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     assert kept[squeeze] == {"params": 1_200_000, **image, "recipe_seconds": {"xnnpack": 4.0}, "seconds": 4.0}
     assert "seconds" not in kept[big]  # nothing measured: True and -1 are no figures
 
-    assert zoo.recipe_factors(kept) == {"portable": 20.0}  # 40/2, 30/3, 90/3: the median; xnnpack on one row only
+    assert zoo.recipe_factors(kept) == {"portable": 20.0}  # (40 + 30 + 90) / (2 + 3 + 3); xnnpack on two rows only
     cases = {c.id: c for c in zoo.zoo_cases(only=(alexnet, resnet18, resnet50, mobilenet, vgg, big))}
     assert "costs" not in cases[big].spec and case_cost(cases[big], "portable") == cases[big].spec["cost"]  # the estimate
     assert cases[alexnet].spec_hash == dataclasses.replace(cases[alexnet], spec={**cases[alexnet].spec, "costs": {}}).spec_hash

@@ -44,7 +44,6 @@ import glob
 import hashlib
 import json
 import re
-import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,17 +334,20 @@ def _cost(m: ZooModel, size: dict[str, Any]) -> float:
 
 
 def recipe_factors(known: dict[str, dict[str, Any]]) -> dict[str, float]:
-    """Each recipe's measured seconds per item against a row's measured ``seconds`` (the eager and XNNPACK recipes'),
-    the median over the rows measured on both, for recipes measured on ``FACTOR_ROWS`` rows or more: the portable
-    kernels and the TOSA reference model take tens of times longer, a recipe that only lowers far less."""
-    ratios: dict[str, list[float]] = {}
+    """Each recipe's measured seconds per item against the rows' measured ``seconds`` (the eager and XNNPACK recipes'):
+    the sum over the rows measured on both against the sum of their bases, for recipes measured on ``FACTOR_ROWS`` rows
+    or more. The portable kernels and the TOSA reference model take tens of times longer, a recipe that only lowers
+    less. A ratio of sums, not a median: the rows that fail in a second (the GNNs at quantize) weigh as little as the
+    time they take, and the large rows, which make a shard long, weigh most."""
+    sums: dict[str, list[float]] = {}
     for entry in known.values():
         base = seconds_or_none(entry.get("seconds"))
         for recipe, value in (entry.get("recipe_seconds") or {}).items():
             seconds = seconds_or_none(value)
             if base and seconds is not None:
-                ratios.setdefault(recipe, []).append(seconds / base)
-    return {r: round(statistics.median(v), 3) for r, v in sorted(ratios.items()) if len(v) >= FACTOR_ROWS}
+                total = sums.setdefault(recipe, [0.0, 0.0, 0])
+                total[0], total[1], total[2] = total[0] + seconds, total[1] + base, total[2] + 1
+    return {r: round(t[0] / t[1], 3) for r, t in sorted(sums.items()) if t[2] >= FACTOR_ROWS}
 
 
 def _recipe_costs(m: ZooModel, size: dict[str, Any], factors: dict[str, float]) -> dict[str, float]:
