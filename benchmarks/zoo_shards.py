@@ -5,7 +5,7 @@ recipe's factor), for the balance made with those costs and, side by side, the b
 every recipe (as before 2026-11-29). Estimates only: as good as ``zoo_sizes.json``'s measurements. Measures nothing.
 
     python -m harness.suites.zoo --sizes --costs sweep/results.jsonl   # per-recipe seconds from a sweep, repeatable
-    python benchmarks/zoo_shards.py [--shards 24]
+    python benchmarks/zoo_shards.py [--shards 48]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def weekly_recipes() -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--shards", type=int, default=24)
+    parser.add_argument("--shards", type=int, default=48)
     args = parser.parse_args()
     recipes, cases = weekly_recipes(), zoo.zoo_cases()
     one_figure = [dataclasses.replace(c, spec={k: v for k, v in c.spec.items() if k != "costs"}) for c in cases]

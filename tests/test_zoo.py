@@ -137,7 +137,7 @@ def test_a_row_s_own_timeout_follows_its_work_from_ten_minutes_to_an_hour() -> N
 
 def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_the_shard_balance(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The weekly sweep balances its 24 shards by cost before any duration is recorded. One figure per row counted
+    """The weekly sweep balances its shards by cost before any duration is recorded. One figure per row counted
     BERT-large as 31 s on every recipe, where the portable kernels take most of an hour. A sweep's seconds per row and
     recipe (``--sizes --costs``, repeatable, the later sweep's kept) become the row's cost there; a recipe measured on
     three rows or more costs the others their base times the ratio of its sums; no cost passes the row's own timeout; a
@@ -194,6 +194,32 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     groups = [[Item(cases[i], r, axes) for r in ("portable", "torch-cpu")] for i in (alexnet, resnet18, resnet50, mobilenet)]
     shards = [{g[0].case.id for g in shard(groups, i, 2)} for i in (1, 2)]
     assert shards == [{mobilenet, resnet18}, {resnet50, alexnet}]  # 138 s and 135 s (one figure a row: 147 and 126)
+
+
+def test_the_weekly_sweep_fits_its_shards_by_the_shipped_estimates() -> None:
+    """The Saturday sweep runs the operator and model suites and the zoo on 20 recipes, one worker per shard, each job
+    stopped at 6 hours. By the shipped estimates (each zoo row's cost per recipe where a sweep measured it; the recipes
+    not measured yet at the row's base), the plan's largest shard stays under 70 % of that limit: the estimates leave
+    recipes out (the TOSA reference model's), and a busier machine takes longer. 24 shards no longer did (2026-11-29)."""
+    import yaml
+
+    from harness.recipes import load_recipe
+    from harness.runner.matrix import expand, groups_of, shard_loads
+    from tests.conftest import ROOT
+
+    sweep = yaml.safe_load((ROOT / ".github" / "workflows" / "periodic.yml").read_text())["jobs"]["sweep"]["with"]
+
+    def weekly(key: str, quoted: bool = True) -> str:
+        found = re.search(r"'47 4 \* \* 6' && " + ("'([^']+)'" if quoted else r"(\d+)"), str(sweep[key]))
+        assert found, (key, sweep[key])
+        return found.group(1)
+
+    recipes = re.search(r"inputs\.recipes \|\| '([^']+)'", sweep["recipes"]).group(1).split(",")
+    shards, limit_s = int(weekly("shards")), 60 * int(weekly("timeout-minutes", quoted=False))
+    groups = groups_of(expand(load_suites(weekly("suites").split(",")), [load_recipe(r) for r in recipes]))
+    loads = shard_loads(groups, shards)
+    assert len(recipes) == 20 and "zoo" in weekly("suites") and limit_s == 6 * 3600
+    assert max(loads) < 0.7 * limit_s, (shards, round(max(loads) / 3600, 2), round(sum(loads) / 3600, 1))
 
 
 def test_a_row_killed_out_of_memory_declares_a_floor_for_that_recipe_and_version_pair_only(

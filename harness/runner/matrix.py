@@ -93,6 +93,16 @@ def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str,
     (``harness.suites.case_cost``: an operator item about 1 s, a small model 10, a real-size Hugging Face model 120, a
     zoo row on the portable kernels many times its figure on XNNPACK).
     """
+    owner, _ = _balance(groups, count, durations)
+    return [groups[g] for g in range(len(groups)) if owner[g] == index - 1]
+
+
+def shard_loads(groups: list[list[Item]], count: int, durations: dict[str, float] | None = None) -> list[float]:
+    """Each shard's estimated seconds as ``shard`` balances them: a plan's check against its jobs' time limit."""
+    return _balance(groups, count, durations)[1]
+
+
+def _balance(groups: list[list[Item]], count: int, durations: dict[str, float] | None) -> tuple[list[int], list[float]]:
     from harness.suites import case_cost
 
     durations = durations or {}
@@ -102,11 +112,12 @@ def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str,
         return sum(durations.get(it.id) or estimate.setdefault((it.case.id, it.recipe), case_cost(it.case, it.recipe))
                    for it in group)
 
-    order = sorted(range(len(groups)), key=lambda g: (-cost(groups[g]), groups[g][0].group))
+    costs = [cost(g) for g in groups]
+    order = sorted(range(len(groups)), key=lambda g: (-costs[g], groups[g][0].group))
     loads = [0.0] * count
-    owner: dict[int, int] = {}
+    owner = [0] * len(groups)
     for g in order:
         target = min(range(count), key=lambda s: (loads[s], s))
         owner[g] = target
-        loads[target] += cost(groups[g])
-    return [groups[g] for g in range(len(groups)) if owner[g] == index - 1]
+        loads[target] += costs[g]
+    return owner, loads

@@ -1,7 +1,7 @@
 """The periodic workflow (periodic.yml), run by act on this host as a maintainer's manual trial of it (a filter and one
 shard each): the sweep and the OpInfo sweep through the reusable workflow, the badge, and the portal built from both
 with the history the last scheduled run kept. A trial publishes nothing: the badge is a dry run, the portal is not
-deployed and the history it keeps goes under another name. The schedule's own expressions (its suites, 8 or 24 shards,
+deployed and the history it keeps goes under another name. The schedule's own expressions (its suites, 8 or 48 shards,
 one worker on Saturday) are not evaluated here; test_opinfo and test_arm read them."""
 
 from __future__ import annotations
