@@ -93,16 +93,21 @@ def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str,
     (``harness.suites.case_cost``: an operator item about 1 s, a small model 10, a real-size Hugging Face model 120, a
     zoo row on the portable kernels many times its figure on XNNPACK).
     """
-    owner, _ = _balance(groups, count, durations)
+    groups, owner, _ = _balance(groups, count, durations)
     return [groups[g] for g in range(len(groups)) if owner[g] == index - 1]
 
 
 def shard_loads(groups: list[list[Item]], count: int, durations: dict[str, float] | None = None) -> list[float]:
     """Each shard's estimated seconds as ``shard`` balances them: a plan's check against its jobs' time limit."""
-    return _balance(groups, count, durations)[1]
+    return _balance(groups, count, durations)[2]
 
 
-def _balance(groups: list[list[Item]], count: int, durations: dict[str, float] | None) -> tuple[list[int], list[float]]:
+def _balance(groups: list[list[Item]], count: int,
+             durations: dict[str, float] | None) -> tuple[list[list[Item]], list[int], list[float]]:
+    """The groups as sharded, each one's shard (0-based), and each shard's estimated seconds. A group costing more than
+    a shard's fair share (a large zoo row on 20 recipes: an hour each on the portable kernels and the TOSA reference
+    model) is split into its items, each exporting the case again, so no shard holds a whole day's row; the split
+    items lose only the control recipe's status beside them (triage)."""
     from harness.suites import case_cost
 
     durations = durations or {}
@@ -112,6 +117,9 @@ def _balance(groups: list[list[Item]], count: int, durations: dict[str, float] |
         return sum(durations.get(it.id) or estimate.setdefault((it.case.id, it.recipe), case_cost(it.case, it.recipe))
                    for it in group)
 
+    fair = sum(cost(g) for g in groups) / count
+    if count > 1:
+        groups = [part for g in groups for part in ([[it] for it in g] if len(g) > 1 and cost(g) > fair else [g])]
     costs = [cost(g) for g in groups]
     order = sorted(range(len(groups)), key=lambda g: (-costs[g], groups[g][0].group))
     loads = [0.0] * count
@@ -120,4 +128,4 @@ def _balance(groups: list[list[Item]], count: int, durations: dict[str, float] |
         target = min(range(count), key=lambda s: (loads[s], s))
         owner[g] = target
         loads[target] += costs[g]
-    return owner, loads
+    return groups, owner, loads
