@@ -195,21 +195,24 @@ def test_shards_balance_by_source_cost() -> None:
 def test_a_group_heavier_than_a_shard_s_share_is_split_into_its_items() -> None:
     """A group (one case on every recipe) runs in one worker, which exports once. A large zoo row on 20 recipes came to
     6.25 hours by the measured costs, past a weekly job's 6: a group costing more than a shard's fair share is split
-    into its items, each item once, so the shards even out; lighter groups stay whole."""
+    into its items, each item once, so the shards even out; lighter groups stay whole, and the parts that land on one
+    shard run as one group. A run with a baseline does not split (each item compares with the baseline's outputs)."""
     from harness.runner.matrix import shard_loads
 
     ops = load_suites(["smoke"])
-    big = next(c for c in load_suites(["hf-models-full"]) if c.spec["model"] == "BartForConditionalGeneration")
+    big = next(c for c in load_suites(["zoo"]) if c.id == "zoo.huggingface.BartForConditionalGeneration")
     recipes = ("portable", "xnnpack", "torch-cpu", "onnxruntime")
     groups = [[Item(c, r, Axes("float32", "static")) for r in recipes] for c in (big, *ops)]
     parts = [shard(groups, i, 2) for i in (1, 2)]
     ids = [it.id for part in parts for g in part for it in g]
     assert sorted(ids) == sorted(it.id for g in groups for it in g)  # each item once
-    assert all(any(g[0].case.id == big.id for g in part) for part in parts)  # the heavy group on both shards
+    assert all(len([g for g in part if g[0].case.id == big.id]) == 1 for part in parts)  # on both shards, whole on each
     assert all(len(g) == len(recipes) for part in parts for g in part if g[0].case.id != big.id)  # the others whole
     loads = shard_loads(groups, 2)
     assert max(loads) - min(loads) <= case_cost(big, "portable")
     assert [len(g) for g in shard(groups, 1, 1)] == [len(recipes)] * len(groups)  # one shard: nothing to split
+    kept = [shard(groups, i, 2, split=False) for i in (1, 2)]
+    assert sorted(len(g) for part in kept for g in part) == [len(recipes)] * len(groups)  # --baseline: whole
 
 
 @pytest.mark.slow

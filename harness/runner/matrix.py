@@ -85,29 +85,37 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str, float] | None = None) -> list[list[Item]]:
+def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str, float] | None = None,
+          split: bool = True) -> list[list[Item]]:
     """Deterministic, disjoint, balanced: longest-processing-time-first over groups.
 
     Cost of a group is the summed recorded duration of its items when ``durations`` (item id →
     seconds, from a previous run) knows them, else the estimate for each item's case on its recipe
     (``harness.suites.case_cost``: an operator item about 1 s, a small model 10, a real-size Hugging Face model 120, a
-    zoo row on the portable kernels many times its figure on XNNPACK).
+    zoo row on the portable kernels many times its figure on XNNPACK). ``split``: see ``_balance``.
     """
-    groups, owner, _ = _balance(groups, count, durations)
-    return [groups[g] for g in range(len(groups)) if owner[g] == index - 1]
+    groups, owner, _ = _balance(groups, count, durations, split)
+    mine = [groups[g] for g in range(len(groups)) if owner[g] == index - 1]
+    whole: dict[str, list[Item]] = {}  # a split group's parts that land on this shard run together again
+    for g in mine:
+        whole.setdefault(g[0].group, []).extend(g)
+    return list(whole.values())
 
 
-def shard_loads(groups: list[list[Item]], count: int, durations: dict[str, float] | None = None) -> list[float]:
+def shard_loads(groups: list[list[Item]], count: int, durations: dict[str, float] | None = None,
+                split: bool = True) -> list[float]:
     """Each shard's estimated seconds as ``shard`` balances them: a plan's check against its jobs' time limit."""
-    return _balance(groups, count, durations)[2]
+    return _balance(groups, count, durations, split)[2]
 
 
-def _balance(groups: list[list[Item]], count: int,
-             durations: dict[str, float] | None) -> tuple[list[list[Item]], list[int], list[float]]:
-    """The groups as sharded, each one's shard (0-based), and each shard's estimated seconds. A group costing more than
-    a shard's fair share (a large zoo row on 20 recipes: an hour each on the portable kernels and the TOSA reference
-    model) is split into its items, each exporting the case again, so no shard holds a whole day's row; the split
-    items lose only the control recipe's status beside them (triage)."""
+def _balance(groups: list[list[Item]], count: int, durations: dict[str, float] | None,
+             split: bool = True) -> tuple[list[list[Item]], list[int], list[float]]:
+    """The groups as sharded, each one's shard (0-based), and each shard's estimated seconds. With ``split``, a group
+    costing more than a shard's fair share (a large zoo row on 20 recipes: an hour each on the portable kernels and the
+    TOSA reference model) is split into its items, so no shard holds a whole day's row: the parts on one shard run
+    together again (``shard``), and the others export the case again, without the control recipe's status beside
+    them (their failures' triage says "backend" where the control's shared failure would say "upstream"). A run with a
+    baseline does not split: each item needs the baseline's outputs beside it."""
     from harness.suites import case_cost
 
     durations = durations or {}
@@ -118,7 +126,7 @@ def _balance(groups: list[list[Item]], count: int,
                    for it in group)
 
     fair = sum(cost(g) for g in groups) / count
-    if count > 1:
+    if split and count > 1:
         groups = [part for g in groups for part in ([[it] for it in g] if len(g) > 1 and cost(g) > fair else [g])]
     costs = [cost(g) for g in groups]
     order = sorted(range(len(groups)), key=lambda g: (-costs[g], groups[g][0].group))

@@ -176,7 +176,7 @@ def _plan_run(opts: RunOptions) -> _Plan:
     groups = groups_of(items)
     shard_spec = parse_shard(opts.shard)
     if shard_spec:
-        groups = shard(groups, *shard_spec, durations=_durations(opts.durations))
+        groups = shard(groups, *shard_spec, durations=_durations(opts.durations), split=not opts.baseline)
     return _Plan(by_name, groups, opts.control if opts.control in by_name else None,
                  load_recipe(opts.baseline).name if opts.baseline else None)
 

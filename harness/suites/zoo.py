@@ -337,8 +337,8 @@ def recipe_factors(known: dict[str, dict[str, Any]]) -> dict[str, float]:
     """Each recipe's measured seconds per item against the rows' measured ``seconds`` (the eager and XNNPACK recipes'):
     the sum over the rows measured on both against the sum of their bases, for recipes measured on ``FACTOR_ROWS`` rows
     or more. The portable kernels and the TOSA reference model take tens of times longer, a recipe that only lowers
-    less. A ratio of sums, not a median: the rows that fail in a second (the GNNs at quantize) weigh as little as the
-    time they take, and the large rows, which make a shard long, weigh most."""
+    less. A ratio of sums, not a median, so the large rows, which make a shard long, weigh most; the items that failed
+    before running are not measured (``measured_costs``)."""
     sums: dict[str, list[float]] = {}
     for entry in known.values():
         base = seconds_or_none(entry.get("seconds"))
@@ -504,15 +504,20 @@ def build(case: Case, axes: Any, seed: int) -> Any:
     return Built(module, inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
 
 
+_NOT_A_COST = ("SKIP", "UNAVAILABLE", "FAIL_EXPORT", "FAIL_QUANTIZE", "FAIL_LOWER", "FAIL_SERIALIZE", "FAIL_LOAD")
+
+
 def measured_costs(results: Path) -> dict[str, dict[str, float]]:
     """Each zoo case's mean item duration (seconds) per recipe in a results file, over the items that ran (a TIMEOUT or
-    an out-of-memory kill took its time too)."""
+    an out-of-memory kill took its time too). An item that failed before its program ran (export, quantize, lower,
+    serialize, load) says little of what the row costs there once fixed, and would pull the recipe's factor down: it
+    is left out, and the row takes the factor's estimate."""
     from harness.results import read_latest
 
     per: dict[tuple[str, str], list[float]] = {}
     for rec in read_latest(results)[1]:
         case, recipe, seconds = str(rec.get("case") or ""), rec.get("recipe"), seconds_or_none(rec.get("duration_s"))
-        if case.startswith("zoo.") and recipe and seconds is not None and rec.get("status") not in ("SKIP", "UNAVAILABLE"):
+        if case.startswith("zoo.") and recipe and seconds is not None and rec.get("status") not in _NOT_A_COST:
             per.setdefault((case, str(recipe)), []).append(seconds)
     costs: dict[str, dict[str, float]] = {}
     for (case, recipe), v in sorted(per.items()):
