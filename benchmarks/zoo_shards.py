@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.cases.case import Axes, Item  # noqa: E402
-from harness.runner.matrix import shard  # noqa: E402
+from harness.runner.matrix import shards  # noqa: E402
 from harness.suites import case_cost, zoo  # noqa: E402
 
 WORKFLOW = ROOT / ".github" / "workflows" / "periodic.yml"
@@ -47,8 +47,8 @@ def main() -> None:
     for name, rows in (("balanced per recipe (costs)", cases), ("balanced by one figure per row", one_figure)):
         # either balance judged by the per-recipe estimate: what its shards would take
         groups = [[Item(c, r, axes) for r in recipes] for c in rows]
-        hours = sorted((sum(case_cost(order[it.case.id], it.recipe) for g in shard(groups, i, args.shards) for it in g) / 3600
-                        for i in range(1, args.shards + 1)), reverse=True)
+        hours = sorted((sum(case_cost(order[it.case.id], it.recipe) for g in part for it in g) / 3600
+                        for part in shards(groups, args.shards)), reverse=True)
         print(f"| {name} | {hours[0]:.2f} | {hours[-1]:.2f} | {sum(hours):.1f} |")
 
 

@@ -71,6 +71,11 @@ class Status(StrEnum):
         return self in (Status.SKIP, Status.LOWERED, Status.UNAVAILABLE, Status.BLOCKED)
 
     @property
+    def failed_before_run(self) -> bool:
+        """Failed at a stage before its program ran: export, quantize, lower, serialize or load."""
+        return self in _BEFORE_RUN
+
+    @property
     def is_verdict(self) -> bool:
         """An answer about the program itself, stable enough to cache and to triage by: not a crash, a hang, a bti
         error or a flake. LOWERED is none either: its program was never run, and runs where the runtime appears."""
@@ -174,3 +179,4 @@ _STAGE_FAILURE = {
     Stage.RUN: Status.FAIL_RUN,
     Stage.COMPARE: Status.FAIL_MISMATCH,
 }
+_BEFORE_RUN = frozenset(_STAGE_FAILURE[s] for s in tuple(Stage)[:tuple(Stage).index(Stage.RUN)])

@@ -141,7 +141,8 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     BERT-large as 31 s on every recipe, where the portable kernels take most of an hour. A sweep's seconds per row and
     recipe (``--sizes --costs``, repeatable, the later sweep's kept) become the row's cost there; a recipe measured on
     three rows or more costs the others their base times the ratio of its sums; no cost passes the row's own timeout; a
-    SKIP or UNAVAILABLE item took no time, a TIMEOUT its whole; the shard balance reads each item's recipe. A row with
+    SKIP or UNAVAILABLE item took no time, a TIMEOUT its whole, and one that failed before its program ran (expected or
+    not) says nothing of the row's cost there, where a program lowered for a runtime not here took its lowering; the shard balance reads each item's recipe. A row with
     no measured base (it SKIPs for its memory where measured) gets no factor, which would add phantom hours; its base is
     measured once it runs on torch-cpu or xnnpack. A figure that is not a finite number of seconds is none. The figures
     are scheduling, not the case's identity: ``spec_hash`` leaves them out."""
@@ -154,12 +155,14 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     header = _header("r", 29, executorch="1.5.1")
     first = _write(tmp_path / "first.jsonl", header, [
         _rec(alexnet, "portable", "PASS", op=None, duration_s=20.0), _rec(alexnet, "xnnpack", "PASS", op=None, duration_s=2.0),
-        _rec(resnet18, "portable", "TIMEOUT", op=None, duration_s=30.0),
+        _rec(resnet18, "portable", "TIMEOUT", op=None, duration_s=30.0), _rec(resnet18, "arm-vgf-fp", "LOWERED", op=None, duration_s=7.0),
         _rec(resnet50, "portable", "PASS", op=None, duration_s=90.0), _rec(resnet50, "torch-cpu", "SKIP", op=None, duration_s=0.0),
         _rec(mobilenet, "qnn", "UNAVAILABLE", op=None, duration_s=0.0), _rec(squeeze, "xnnpack", "PASS", op=None, duration_s=4.0),
-        _rec(squeeze, None, "PASS", op=None, duration_s=9.0), _rec(big, "portable", "PASS", op=None, duration_s=float("nan"))])
+        _rec(squeeze, None, "PASS", op=None, duration_s=9.0), _rec(big, "portable", "PASS", op=None, duration_s=float("nan")),
+        _rec(big, "arm-tosa-int", "XFAIL", op=None, duration_s=40.0, xfail={"status": "FAIL_QUANTIZE"}),
+        _rec(big, "xnnpack-int8-static-per-tensor", "FAIL_LOWER", op=None, duration_s=3.0)])
     later = _write(tmp_path / "later.jsonl", header, [_rec(alexnet, "portable", "PASS", op=None, duration_s=40.0)])
-    assert zoo.measured_costs(first) == {alexnet: {"portable": 20.0, "xnnpack": 2.0}, resnet18: {"portable": 30.0},
+    assert zoo.measured_costs(first) == {alexnet: {"portable": 20.0, "xnnpack": 2.0}, resnet18: {"portable": 30.0, "arm-vgf-fp": 7.0},
                                          resnet50: {"portable": 90.0}, squeeze: {"xnnpack": 4.0}}
 
     written = tmp_path / "sizes.json"

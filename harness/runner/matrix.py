@@ -94,12 +94,17 @@ def shard(groups: list[list[Item]], index: int, count: int, durations: dict[str,
     (``harness.suites.case_cost``: an operator item about 1 s, a small model 10, a real-size Hugging Face model 120, a
     zoo row on the portable kernels many times its figure on XNNPACK). ``split``: see ``_balance``.
     """
+    return shards(groups, count, durations, split)[index - 1]
+
+
+def shards(groups: list[list[Item]], count: int, durations: dict[str, float] | None = None,
+           split: bool = True) -> list[list[list[Item]]]:
+    """Every shard's groups at once (``shard`` is one of them), from one balance."""
     groups, owner, _ = _balance(groups, count, durations, split)
-    mine = [groups[g] for g in range(len(groups)) if owner[g] == index - 1]
-    whole: dict[str, list[Item]] = {}  # a split group's parts that land on this shard run together again
-    for g in mine:
-        whole.setdefault(g[0].group, []).extend(g)
-    return list(whole.values())
+    out: list[dict[str, list[Item]]] = [{} for _ in range(count)]
+    for g, target in zip(groups, owner, strict=True):  # a split group's parts that land on one shard run together again
+        out[target].setdefault(g[0].group, []).extend(g)
+    return [list(parts.values()) for parts in out]
 
 
 def shard_loads(groups: list[list[Item]], count: int, durations: dict[str, float] | None = None,

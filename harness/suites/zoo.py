@@ -53,6 +53,7 @@ from harness.cases.case import Case
 from harness.cases.contract import REPRO_ON_REQUEST, Judgement
 from harness.errors import UserError
 from harness.settings import seconds_or_none
+from harness.status import Status
 from harness.suites.zoo_builders import BUILDERS, estimate_batch_norm, vocab
 
 HERE = Path(__file__).parent
@@ -339,26 +340,25 @@ def recipe_factors(known: dict[str, dict[str, Any]]) -> dict[str, float]:
     or more. The portable kernels and the TOSA reference model take tens of times longer, a recipe that only lowers
     less. A ratio of sums, not a median, so the large rows, which make a shard long, weigh most; the items that failed
     before running are not measured (``measured_costs``)."""
-    sums: dict[str, list[float]] = {}
+    pairs: dict[str, list[tuple[float, float]]] = {}  # recipe -> (its seconds, the row's base) per row measured on both
     for entry in known.values():
         base = seconds_or_none(entry.get("seconds"))
         for recipe, value in (entry.get("recipe_seconds") or {}).items():
             seconds = seconds_or_none(value)
             if base and seconds is not None:
-                total = sums.setdefault(recipe, [0.0, 0.0, 0])
-                total[0], total[1], total[2] = total[0] + seconds, total[1] + base, total[2] + 1
-    return {r: round(t[0] / t[1], 3) for r, t in sorted(sums.items()) if t[2] >= FACTOR_ROWS}
+                pairs.setdefault(recipe, []).append((seconds, base))
+    return {r: round(sum(s for s, _ in v) / sum(b for _, b in v), 3) for r, v in sorted(pairs.items()) if len(v) >= FACTOR_ROWS}
 
 
-def _recipe_costs(m: ZooModel, size: dict[str, Any], factors: dict[str, float]) -> dict[str, float]:
+def _recipe_costs(m: ZooModel, size: dict[str, Any], factors: dict[str, float], limit: float) -> dict[str, float]:
     """Seconds per item on each recipe bti has a figure for: measured on this row (``recipe_seconds``), else, where the
     row's base is measured (a factor is a ratio of measurements), the base times the recipe's factor; never more than
-    the row's own timeout, which ends an item. A row never measured (those that SKIP for their declared memory on the
-    machines measured) keeps its estimate on every recipe: a factor on it would add phantom hours."""
+    ``limit``, the row's own timeout, which ends an item. A row never measured (those that SKIP for their declared
+    memory on the machines measured) keeps its estimate on every recipe: a factor on it would add phantom hours."""
     if m.unavailable:
         return {}
     measured = {r: v for r, v in ((r, seconds_or_none(x)) for r, x in (size.get("recipe_seconds") or {}).items()) if v is not None}
-    base, limit = seconds_or_none(size.get("seconds")), _timeout(m, size)
+    base = seconds_or_none(size.get("seconds"))
     scaled = {r: round(base * f, 1) for r, f in factors.items()} if base is not None else {}
     return {r: min(limit, measured.get(r, scaled.get(r, 0.0))) for r in sorted({*measured, *scaled})}
 
@@ -391,7 +391,7 @@ def zoo_cases(suite: str = "zoo", lists: tuple[str, ...] = LISTS, only: tuple[st
         size = known.get(m.id, {})
         spec: dict[str, Any] = {"model": m.name, "list": m.list, "batch": 1, "list_batch": m.batch, "task": m.task, "code": code,
                                 "check": _check(m), "cost": _cost(m, size), "timeout_s": _timeout(m, size)}
-        costs = _recipe_costs(m, size, factors)
+        costs = _recipe_costs(m, size, factors, spec["timeout_s"])
         if costs:
             spec["costs"] = costs  # per recipe, for shard balance (harness.suites.case_cost)
         if m.seq:
@@ -504,7 +504,10 @@ def build(case: Case, axes: Any, seed: int) -> Any:
     return Built(module, inputs, inputs, None, task=m.task if m.task in ("lm", "classifier") else None)
 
 
-_NOT_A_COST = ("SKIP", "UNAVAILABLE", "FAIL_EXPORT", "FAIL_QUANTIZE", "FAIL_LOWER", "FAIL_SERIALIZE", "FAIL_LOAD")
+def _a_cost(status: Status) -> bool:
+    """Whether an item's time says what its row costs on its recipe: not if it never ran (but a program lowered for a
+    runtime this machine lacks: the lowering is its cost), nor if it failed before its program ran."""
+    return not (status.did_not_run and status is not Status.LOWERED) and not status.failed_before_run
 
 
 def measured_costs(results: Path) -> dict[str, dict[str, float]]:
@@ -517,7 +520,9 @@ def measured_costs(results: Path) -> dict[str, dict[str, float]]:
     per: dict[tuple[str, str], list[float]] = {}
     for rec in read_latest(results)[1]:
         case, recipe, seconds = str(rec.get("case") or ""), rec.get("recipe"), seconds_or_none(rec.get("duration_s"))
-        if case.startswith("zoo.") and recipe and seconds is not None and rec.get("status") not in _NOT_A_COST:
+        status = str((rec.get("xfail") or {}).get("status") or rec.get("status"))  # an expected failure: the one expected
+        known = status in {s.value for s in Status}
+        if case.startswith("zoo.") and recipe and seconds is not None and known and _a_cost(Status(status)):
             per.setdefault((case, str(recipe)), []).append(seconds)
     costs: dict[str, dict[str, float]] = {}
     for (case, recipe), v in sorted(per.items()):
