@@ -5,7 +5,7 @@ recipe's factor), for the balance made with those costs and, side by side, the b
 every recipe (as before 2026-11-29). Estimates only: as good as ``zoo_sizes.json``'s measurements. Measures nothing.
 
     python -m harness.suites.zoo --sizes --costs sweep/results.jsonl   # per-recipe seconds from a sweep, repeatable
-    python benchmarks/zoo_shards.py [--shards 48]
+    python benchmarks/zoo_shards.py [--shards 24]
 """
 
 from __future__ import annotations
@@ -26,19 +26,32 @@ from harness.suites import case_cost, zoo  # noqa: E402
 WORKFLOW = ROOT / ".github" / "workflows" / "periodic.yml"
 
 
-def weekly_recipes() -> list[str]:
-    """The recipes the periodic workflow's sweep runs by default (its ``recipes:`` fallback)."""
-    found = re.search(r"recipes: \$\{\{ inputs\.recipes \|\| '([^']+)' \}\}", WORKFLOW.read_text())
-    if not found:
+def weekly_plan() -> tuple[list[str], list[str], int, int]:
+    """The periodic workflow's Saturday sweep (cron ``47 4 * * 6``): its suites, its default recipes, its shard count and
+    its job limit in seconds, read from the workflow's own ``with:`` (``tests/test_zoo.py`` holds the plan to it)."""
+    import yaml
+
+    sweep = yaml.safe_load(WORKFLOW.read_text())["jobs"]["sweep"]["with"]
+
+    def saturday(key: str) -> str:
+        found = re.search(r"'47 4 \* \* 6' && '?([^' ]+)'?", str(sweep[key]))
+        if not found:
+            raise SystemExit(f"{WORKFLOW}: no Saturday value for {key}")
+        return found.group(1)
+
+    recipes = re.search(r"inputs\.recipes \|\| '([^']+)'", str(sweep["recipes"]))
+    if not recipes:
         raise SystemExit(f"{WORKFLOW}: no default recipes list")
-    return found.group(1).split(",")
+    return (saturday("suites").split(","), recipes.group(1).split(","), int(saturday("shards")),
+            60 * int(saturday("timeout-minutes")))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--shards", type=int, default=48)
+    parser.add_argument("--shards", type=int, help="default: the Saturday sweep's")
     args = parser.parse_args()
-    recipes, cases = weekly_recipes(), zoo.zoo_cases()
+    _, recipes, planned, _ = weekly_plan()
+    args.shards, cases = args.shards or planned, zoo.zoo_cases()
     one_figure = [dataclasses.replace(c, spec={k: v for k, v in c.spec.items() if k != "costs"}) for c in cases]
     print(f"{len(cases)} rows x {len(recipes)} recipes over {args.shards} shards; recipe factors: "
           f"{zoo.recipe_factors(zoo.sizes()) or 'none measured'}")

@@ -204,24 +204,14 @@ def test_the_weekly_sweep_fits_its_shards_by_the_shipped_estimates() -> None:
     stopped at 6 hours. By the shipped estimates (each zoo row's cost per recipe where a sweep measured it; the recipes
     not measured yet at the row's base), the plan's largest shard stays under 70 % of that limit: the estimates leave
     recipes out (the TOSA reference model's), and a busier machine takes longer. 24 shards no longer did (2026-11-29)."""
-    import yaml
-
+    from benchmarks.zoo_shards import weekly_plan
     from harness.recipes import load_recipe
     from harness.runner.matrix import expand, groups_of, shard_loads
-    from tests.conftest import ROOT
 
-    sweep = yaml.safe_load((ROOT / ".github" / "workflows" / "periodic.yml").read_text())["jobs"]["sweep"]["with"]
-
-    def weekly(key: str, quoted: bool = True) -> str:
-        found = re.search(r"'47 4 \* \* 6' && " + ("'([^']+)'" if quoted else r"(\d+)"), str(sweep[key]))
-        assert found, (key, sweep[key])
-        return found.group(1)
-
-    recipes = re.search(r"inputs\.recipes \|\| '([^']+)'", sweep["recipes"]).group(1).split(",")
-    shards, limit_s = int(weekly("shards")), 60 * int(weekly("timeout-minutes", quoted=False))
-    groups = groups_of(expand(load_suites(weekly("suites").split(",")), [load_recipe(r) for r in recipes]))
+    suites, recipes, shards, limit_s = weekly_plan()
+    groups = groups_of(expand(load_suites(suites), [load_recipe(r) for r in recipes]))
     loads = shard_loads(groups, shards)
-    assert len(recipes) == 20 and "zoo" in weekly("suites") and limit_s == 6 * 3600
+    assert len(recipes) == 20 and "zoo" in suites and limit_s == 6 * 3600
     assert max(loads) < 0.7 * limit_s, (shards, round(max(loads) / 3600, 2), round(sum(loads) / 3600, 1))
 
 
