@@ -5,7 +5,7 @@ recipe's factor), for the balance made with those costs and, side by side, the b
 every recipe (as before 2026-11-29). Estimates only: as good as ``zoo_sizes.json``'s measurements. Measures nothing.
 
     python -m harness.suites.zoo --sizes --costs sweep/results.jsonl   # per-recipe seconds from a sweep, repeatable
-    python benchmarks/zoo_shards.py [--shards 24]
+    python benchmarks/zoo_shards.py [--shards N]   # default: the Saturday sweep's count
 """
 
 from __future__ import annotations
