@@ -130,10 +130,13 @@ def _balance(groups: list[list[Item]], count: int, durations: dict[str, float] |
         return sum(durations.get(it.id) or estimate.setdefault((it.case.id, it.recipe), case_cost(it.case, it.recipe))
                    for it in group)
 
-    fair = sum(cost(g) for g in groups) / count
-    if split and count > 1:
-        groups = [part for g in groups for part in ([[it] for it in g] if len(g) > 1 and cost(g) > fair else [g])]
     costs = [cost(g) for g in groups]
+    if split and count > 1:
+        fair = sum(costs) / count
+        heavy = {g for g, c in enumerate(costs) if c > fair and len(groups[g]) > 1}
+        if heavy:
+            groups = [part for g, items in enumerate(groups) for part in ([[it] for it in items] if g in heavy else [items])]
+            costs = [cost(g) for g in groups]
     order = sorted(range(len(groups)), key=lambda g: (-costs[g], groups[g][0].group))
     loads = [0.0] * count
     owner = [0] * len(groups)

@@ -518,11 +518,11 @@ def measured_costs(results: Path) -> dict[str, dict[str, float]]:
     from harness.results import read_latest
 
     per: dict[tuple[str, str], list[float]] = {}
+    known = {s.value for s in Status}
     for rec in read_latest(results)[1]:
         case, recipe, seconds = str(rec.get("case") or ""), rec.get("recipe"), seconds_or_none(rec.get("duration_s"))
         status = str((rec.get("xfail") or {}).get("status") or rec.get("status"))  # an expected failure: the one expected
-        known = status in {s.value for s in Status}
-        if case.startswith("zoo.") and recipe and seconds is not None and known and _a_cost(Status(status)):
+        if case.startswith("zoo.") and recipe and seconds is not None and status in known and _a_cost(Status(status)):
             per.setdefault((case, str(recipe)), []).append(seconds)
     costs: dict[str, dict[str, float]] = {}
     for (case, recipe), v in sorted(per.items()):
