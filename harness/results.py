@@ -100,6 +100,7 @@ class Record(TypedDict, total=False):
     baseline: dict[str, Any]  # --baseline: recipe, status, latency ratio; a pair: pair_b, status, latency ratio (opdiff's: diff)
     times_ms: list[float]  # each timed run, in milliseconds
     sampled_inputs: list[dict[str, Any]]  # opdiff suites' --sampled-inputs: per input set, opdiff's diff (mse, max_abs, mean_abs)
+    load: dict[str, float]  # TIMEOUT: the cores the item's process used, the machine's load_5min and cores (harness.env)
     crash: dict[str, Any]  # CRASH: the signal, the fatal line of the worker's own output, its Python frames, the log (harness.causes)
     seed: int
     spec_hash: str  # hash of the case spec (cache key part)

@@ -108,6 +108,7 @@ class Outcome:
     sampled_inputs: tuple[Mapping[str, Any], ...] | None = None  # per input set: opdiff's diff against its reference
     detail_prefix: str = ""  # e.g. "pair b (op.x): " when one side of a pair speaks for the pair
     crash: Crash | None = None  # a dead worker's signal and what its own output said (harness.causes)
+    load: Mapping[str, float] | None = None  # a TIMEOUT: what the item had of the machine (harness.env.load_note)
 
 
 @dataclass
@@ -200,6 +201,8 @@ def _fill(rec: Record, o: Outcome) -> None:
         rec["sampled_inputs"] = [dict(s) for s in o.sampled_inputs]
     if o.crash is not None:
         rec["crash"] = o.crash.as_dict()
+    if o.load:
+        rec["load"] = dict(o.load)
 
 
 def decide_bundle(base: Mapping[str, Any], outcome: Outcome, expected: Mapping[str, Any] | None = None) -> Record:

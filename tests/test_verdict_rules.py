@@ -556,3 +556,26 @@ def test_the_torch_facts_are_what_decides_the_references_kernels(monkeypatch: py
     assert fp16 == ("onednn" if torch.ops.mkldnn._is_mkldnn_fp16_supported() else "aten")
     if flags and not flags & {"avx512_fp16", "avx_ne_convert"}:
         assert fp16 == "aten"  # ideep's float16 needs AVX512_FP16 or AVX-NE-CONVERT on x86
+
+
+def test_a_timeout_says_what_the_item_had_of_the_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A TIMEOUT beside more processes than cores may be the machine's (RoBERTa's causal LM on ``portable``: a TIMEOUT
+    beside three processes on two cores, a PASS alone in 41 % of its time). Its detail gives the cores the item's
+    process used and the machine's load against its cores, says to run it alone only when the load passed the cores,
+    and the record keeps the figures for a query across a sweep."""
+    import os
+
+    from harness.env import load_note
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.2, 3.9, 2.0))
+    said, figures = load_note(400.0, 1000.0)
+    assert figures == {"cores": 2.0, "worker_cores": 0.4, "load_5min": 3.9}
+    assert said == ("its process used 0.40 of a core; the machine's load average was 3.9 on 2 cores; more processes "
+                    "than cores slow every item, so run it alone before blaming the backend")
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    said, figures = load_note(None, 1000.0)  # the process was gone: no share, and a quiet machine gives no advice
+    assert said == "the machine's load average was 1.0 on 2 cores" and "worker_cores" not in figures
+    rec = decide(item(), recipe(tmp_path, ""), Outcome(fixed=Status.TIMEOUT, fixed_detail=f"no result: {said}", load=figures),
+                 "run")
+    assert rec["status"] == "TIMEOUT" and rec["load"] == figures and rec["detail"].endswith("on 2 cores")

@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.cases.case import Item
 from harness.causes import Crash, fatal_cause
-from harness.env import peak_rss_mb, process_rss_mb, remove_scratch, rss_mb
+from harness.env import load_note, peak_rss_mb, process_cpu_s, process_rss_mb, remove_scratch, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
 from harness.settings import case_timeout
@@ -103,6 +103,7 @@ class _Worker:
     started: float = 0.0
     timeout: float = 0.0  # its group's items' (``case_timeout``: one case per group)
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
+    cpu_start: float | None = None  # its CPU seconds when its current item started (a TIMEOUT says what it had)
 
     @property
     def busy(self) -> bool:
@@ -139,6 +140,7 @@ class Pool:
                     if not w.busy and queue:
                         w.group, w.done, w.current = queue.popleft(), set(), None
                         w.started, w.timeout = time.monotonic(), case_timeout(self.cfg.timeout, w.group[0].case.spec)
+                        w.cpu_start = process_cpu_s(w.proc.pid)
                         w.conn.send((w.group, self.contexts.get(w.group[0].group)))
                 self._poll(queue)
         finally:
@@ -155,11 +157,14 @@ class Pool:
         now = time.monotonic()
         for w in [w for w in self.workers if w.busy and w.proc.is_alive()]:
             if now - w.started > w.timeout:
+                cpu = process_cpu_s(w.proc.pid)
+                note, load = load_note(None if cpu is None or w.cpu_start is None else cpu - w.cpu_start, now - w.started)
                 w.proc.kill()
                 w.proc.join()
                 said = (f"--timeout {w.timeout:g}s" if w.timeout == self.cfg.timeout
                         else f"{w.timeout:g}s (the case's timeout_s, longer than --timeout)")
-                self._fail(w, queue, Status.TIMEOUT, f"no result within {said}")
+                self._fail(w, queue, Status.TIMEOUT, f"no result within {said}: {note}" if note else f"no result within {said}",
+                           load=load)
         if self.cfg.memory_limit_mb:
             self._watch_memory(queue)
 
@@ -181,6 +186,7 @@ class Pool:
                 kind, payload = w.conn.recv()
                 if kind == "start":
                     w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
+                    w.cpu_start = process_cpu_s(w.proc.pid)
                 elif kind == "result":
                     w.done.add(payload["id"])
                     w.current = None
@@ -227,11 +233,12 @@ class Pool:
         cause, frames = fatal_cause(text)
         return Crash(name, cause, frames, path)
 
-    def _fail(self, w: _Worker, queue: deque[list[Item]], status: Status, detail: str, crash: Crash | None = None) -> None:
+    def _fail(self, w: _Worker, queue: deque[list[Item]], status: Status, detail: str, crash: Crash | None = None,
+              load: dict[str, float] | None = None) -> None:
         remaining = [it for it in w.group if it.id not in w.done]
         if remaining:
             victim = next((it for it in remaining if it.id == w.current), remaining[0])
-            self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash))
+            self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash, load))
             rest = [it for it in remaining if it is not victim]
             if rest:
                 queue.appendleft(rest)
@@ -241,11 +248,12 @@ class Pool:
         GroupContext.note(self.contexts, rec, self.cfg.control, self.cfg.baseline)
         self.on_record(rec)
 
-    def _synthetic(self, item: Item, status: Status, detail: str, pid: int, crash: Crash | None = None) -> Record:
+    def _synthetic(self, item: Item, status: Status, detail: str, pid: int, crash: Crash | None = None,
+                   load: dict[str, float] | None = None) -> Record:
         from harness.verdict import Outcome, decide
 
         ctx = self.contexts.get(item.group) or GroupContext()
-        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control, crash=crash)
+        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control, crash=crash, load=load)
         return decide(item, self.recipes[item.recipe], outcome, self.cfg.run_id, self.cfg.attempt, self.cfg.control)
 
     def _remove(self, w: _Worker) -> None:
