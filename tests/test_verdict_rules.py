@@ -170,7 +170,7 @@ def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
     from harness.suites.zoo import _expected
 
     assert fact("openvino-cpu-precision") == ov.Core().get_property("CPU", "INFERENCE_PRECISION_HINT").get_type_name()
-    zoo_rules = [rule for recipes, _, rule in _expected() if "openvino" in recipes and rule.statuses == {Status.FAIL_MISMATCH}]
+    zoo_rules = [rule for recipes, _, _, rule in _expected() if "openvino" in recipes and rule.statuses == {Status.FAIL_MISMATCH}]
     assert len(zoo_rules) >= 40 and all(rule.when == (("openvino-cpu-precision", ("bf16",)),) for rule in zoo_rules)
     for name in ("openvino", "openvino-int8"):
         tagged = [rule for rule in load_recipe(name).xfail if dict(rule.when).get("openvino-cpu-precision")]

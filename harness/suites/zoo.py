@@ -451,8 +451,9 @@ EXPECTED = HERE / "zoo_expected.yaml"
 
 
 @functools.cache
-def _expected() -> tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...]:
-    """(recipe globs, backends, rule) per entry of ``zoo_expected.yaml``, parsed as recipe xfail rules."""
+def _expected() -> tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], Any], ...]:
+    """(recipe globs, backends, recipe globs excepted, rule) per entry of ``zoo_expected.yaml``, parsed as recipe xfail
+    rules."""
     from harness.cases.yamlload import load_yaml
     from harness.recipes import parse_rules
 
@@ -461,8 +462,9 @@ def _expected() -> tuple[tuple[tuple[str, ...], tuple[str, ...], Any], ...]:
     for entry in raw:
         recipes = tuple(str(r) for r in entry.pop("recipes", None) or ("*",))
         backends = tuple(str(b) for b in entry.pop("backends", None) or ())
+        excepted = tuple(str(r) for r in entry.pop("except_recipes", None) or ())
         (rule,) = parse_rules([entry], str(EXPECTED), "xfail")
-        out.append((recipes, backends, rule))
+        out.append((recipes, backends, excepted, rule))
     return tuple(out)
 
 
@@ -481,8 +483,9 @@ def judge(case: Case, dtype: str, recipe: Any) -> Judgement:
     alias is judged as the row it stands for."""
     import fnmatch
 
-    rules = tuple(rule for recipes, backends, rule in _expected()
+    rules = tuple(rule for recipes, backends, excepted, rule in _expected()
                   if any(fnmatch.fnmatchcase(recipe.name, r) for r in recipes) and (not backends or recipe.backend in backends)
+                  and not any(fnmatch.fnmatchcase(recipe.name, r) for r in excepted)
                   and any(fnmatch.fnmatchcase(f"{zoo_id(case)}[{dtype},{shape}]", rule.match) for shape in ("static", "dynamic")))
     if case.id != zoo_id(case):  # an alias: the row's rules, matched on the alias's own items
         rules = tuple(dataclasses.replace(r, match=glob.escape(case.id) + "[[]*") for r in rules)
