@@ -113,32 +113,49 @@ def process_rss_mb(pid: int) -> float:
 
 
 def process_cpu_s(pid: int) -> float | None:
-    """Another process's CPU time so far (user and system, its reaped children's included), in seconds; None when it
-    is gone."""
+    """Another process's CPU time so far (user and system), with its children's: those reaped and those still running
+    (a runtime's subprocess); in seconds, None when it is gone."""
     import psutil
 
     try:
-        t = psutil.Process(pid).cpu_times()
+        proc = psutil.Process(pid)
+        t = proc.cpu_times()
+        total = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+        for child in proc.children(recursive=True):
+            with contextlib.suppress(psutil.Error, OSError):
+                c = child.cpu_times()
+                total += c.user + c.system
     except (psutil.Error, OSError):
         return None
-    return float(t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0))
+    return float(total)
+
+
+def _cores() -> int | None:
+    """The cores this process may run on (its affinity, else the machine's), None when unknown."""
+    with contextlib.suppress(AttributeError, OSError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
 
 
 def load_note(cpu_s: float | None, wall_s: float) -> tuple[str, dict[str, float]]:
-    """What a timed-out item had of the machine: the CPU cores its process used on average (``cpu_s`` of CPU time
-    over ``wall_s``), and the machine's 5-minute load average against its cores. A load above the cores means more
-    runnable processes than cores, which slows every item: a TIMEOUT there may be the machine's, not the backend's
-    (RoBERTa's causal LM on ``portable`` timed out beside three processes on two cores and passed alone in 41 % of its
-    time). One clause for the record's detail, and the figures."""
-    figures: dict[str, float] = {"cores": float(os.cpu_count() or 1)}
+    """What a timed-out item had of the machine: the CPU cores its process (and its subprocesses) used on average
+    (``cpu_s`` of CPU time over ``wall_s``), and the machine's 5-minute load average against its cores. A load above
+    the cores, at least one core of it other processes', means the item waited for a core: a TIMEOUT there may be the
+    machine's, not the backend's (RoBERTa's causal LM on ``portable`` timed out beside three processes on two cores and
+    passed alone in 41 % of its time). One clause for the record's detail, and the figures."""
+    figures: dict[str, float] = {}
+    cores = _cores()
+    if cores:
+        figures["cores"] = float(cores)
     if cpu_s is not None and wall_s > 0:
-        figures["worker_cores"] = round(cpu_s / wall_s, 2)
+        figures["worker_cores"] = round(max(0.0, cpu_s) / wall_s, 2)
     with contextlib.suppress(OSError, AttributeError):  # no load average on Windows
         figures["load_5min"] = round(os.getloadavg()[1], 2)
-    said = [f"its process used {figures['worker_cores']:.2f} of a core"] if "worker_cores" in figures else []
+    said = [f"its process used {figures['worker_cores']:.2f} CPU cores on average"] if "worker_cores" in figures else []
     if "load_5min" in figures:
-        said.append(f"the machine's load average was {figures['load_5min']:.1f} on {figures['cores']:g} cores")
-        if figures["load_5min"] > figures["cores"]:
+        load = figures["load_5min"]
+        said.append(f"the machine's load average was {load:.1f}" + (f" on {cores} cores" if cores else ""))
+        if cores and load > cores and load - figures.get("worker_cores", 0.0) >= 1.0:
             said.append("more processes than cores slow every item, so run it alone before blaming the backend")
     return "; ".join(said), figures
 

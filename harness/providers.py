@@ -55,7 +55,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol
 
-from harness.env import load_note, process_cpu_s
 from harness.errors import UserError, first_line
 from harness.metrics import timed_calls
 from harness.status import Status
@@ -378,9 +377,7 @@ class ProcessProvider:
             out, err = proc.communicate(timeout=timeout)
             return subprocess.CompletedProcess(argv, proc.returncode, out, err)
         except subprocess.TimeoutExpired:
-            note, _ = load_note(process_cpu_s(proc.pid), timeout)
-            note = f" ({note})" if note else ""
-            problem = ProviderTimeout(f"{what} did not finish within {timeout:g} s{note}: {shlex.join(argv)[:200]}")
+            problem = ProviderTimeout(f"{what} did not finish within {timeout:g} s: {shlex.join(argv)[:200]}")
         finally:
             if proc.returncode is None:
                 with contextlib.suppress(OSError):

@@ -567,12 +567,15 @@ def test_a_timeout_says_what_the_item_had_of_the_machine(monkeypatch: pytest.Mon
 
     from harness.env import load_note
 
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (4.2, 3.9, 2.0))
     said, figures = load_note(400.0, 1000.0)
     assert figures == {"cores": 2.0, "worker_cores": 0.4, "load_5min": 3.9}
-    assert said == ("its process used 0.40 of a core; the machine's load average was 3.9 on 2 cores; more processes "
-                    "than cores slow every item, so run it alone before blaming the backend")
+    assert said == ("its process used 0.40 CPU cores on average; the machine's load average was 3.9 on 2 cores; more "
+                    "processes than cores slow every item, so run it alone before blaming the backend")
+    # an item alone whose own threads make the load: no advice to run it alone
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.6, 2.6, 2.6))
+    assert "run it alone" not in load_note(1900.0, 1000.0)[0]
     monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
     said, figures = load_note(None, 1000.0)  # the process was gone: no share, and a quiet machine gives no advice
     assert said == "the machine's load average was 1.0 on 2 cores" and "worker_cores" not in figures

@@ -385,6 +385,20 @@ def test_the_zoo_s_known_failures_name_real_cases_owners_and_recipes() -> None:
         "FAIL_MISMATCH matching /max_abs 0[.][0-4][0-9]* against the quantized program exceeds [(]a model[)](?!.*; and )/"]
 
 
+def test_a_zoo_rule_s_recipe_keys_are_lists_or_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`recipes`, `backends` and `except_recipes` are lists of names: a bare string or a number is one line that names
+    the rule and the key, not a traceback or a string taken letter by letter."""
+    from harness.errors import SpecError
+
+    for bad in ("arm-tosa-fp", 3):
+        path = tmp_path / f"expected-{bad}.yaml"
+        path.write_text(f'- {{match: "zoo.huggingface.GoogleFnet[[]*", except_recipes: {bad}, status: FAIL_LOWER, '
+                        'message: x, reason: "Owner: x"}\n')
+        monkeypatch.setattr(zoo, "EXPECTED", path)
+        with pytest.raises(SpecError, match=r"GoogleFnet.*`except_recipes` must be a list of names or globs$"):
+            zoo._expected.__wrapped__()  # past the cache: this file, not the shipped one
+
+
 def test_a_known_zoo_failure_is_xfail_and_another_failure_is_not(tmp_path: Path) -> None:
     from harness.cases.case import Axes, Item
     from harness.recipes import load_recipe

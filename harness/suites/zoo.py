@@ -455,14 +455,23 @@ def _expected() -> tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]
     """(recipe globs, backends, recipe globs excepted, rule) per entry of ``zoo_expected.yaml``, parsed as recipe xfail
     rules."""
     from harness.cases.yamlload import load_yaml
+    from harness.errors import SpecError
     from harness.recipes import parse_rules
 
     raw = load_yaml(EXPECTED) or []
     out = []
+
+    def names(entry: dict[str, Any], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = entry.pop(key, None)
+        if value is None:
+            return default
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SpecError(f"{EXPECTED}: the rule for {entry.get('match')!r}: `{key}` must be a list of names or globs")
+        return tuple(value)
+
     for entry in raw:
-        recipes = tuple(str(r) for r in entry.pop("recipes", None) or ("*",))
-        backends = tuple(str(b) for b in entry.pop("backends", None) or ())
-        excepted = tuple(str(r) for r in entry.pop("except_recipes", None) or ())
+        recipes, backends = names(entry, "recipes", ("*",)), names(entry, "backends", ())
+        excepted = names(entry, "except_recipes", ())
         (rule,) = parse_rules([entry], str(EXPECTED), "xfail")
         out.append((recipes, backends, excepted, rule))
     return tuple(out)
