@@ -1,7 +1,7 @@
 """A deliberately misbehaving backend for the fault tests (ExecuTorch portable underneath).
 
 Recipe key ``options`` (this backend's own, declared through ``extra_keys``): ``fault`` (segfault |
-abort | sleep | perturb | noise | raise_lower | none_output | write_inputs |
+abort | sleep | spin | perturb | noise | raise_lower | none_output | write_inputs |
 hostile_lower | alloc | bad_lower | bad_serialize | chdir (changes the worker's directory to BTI_FAULT_STATE
 while lowering, as some delegates' compilers do) | write_weights (any program with weights) | flaky, wrong on each program's first
 attempt: needs ``BTI_FAULT_STATE``, a directory | scale (every float output times ``factor``: a delegate with a
@@ -77,6 +77,10 @@ class FaultBackend(ExecuTorchBackend):
                 with open(os.path.join(os.environ["BTI_FAULT_STATE"], "calls"), "a") as f:
                     f.write(f"{current().provider_timeout_s:g}\n")
             time.sleep(float(self.options.get("seconds", 3600)))
+        if self.armed == "spin":  # computes until killed: a TIMEOUT that used a whole core, unlike ``sleep``'s
+            end = time.monotonic() + float(self.options.get("seconds", 3600))
+            while time.monotonic() < end:
+                sum(range(10_000))
         if self.armed == "perturb":
             return [o + 1.0 for o in outs]
         if self.armed == "alloc":  # 512 MiB touched once: this item's own peak, not the next item's

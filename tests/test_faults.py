@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_fault_isolation(bti, tmp_path: Path) -> None:
-    recipes = ["fault-segfault", "fault-abort", "fault-sleep", "fault-perturb", "fault-noise"]
+    recipes = ["fault-segfault", "fault-abort", "fault-sleep", "fault-spin", "fault-perturb", "fault-noise"]
     args = ["run", "-s", str(FIXTURES / "suites" / "tiny.yaml"), "-o", str(tmp_path), "--no-reuse", "--timeout", "10", "-j", "2"]
     for r in recipes:
         args += ["-r", r]
@@ -33,6 +33,11 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
     assert records[mul + "fault-abort"]["status"] == "CRASH"
     assert "SIGABRT" in records[mul + "fault-abort"]["detail"]
     assert records[mul + "fault-sleep"]["status"] == "TIMEOUT"
+    # each TIMEOUT says what its worker did with the time: the sleeping one next to no CPU, the spinning one most of a
+    # core (at least a third of one with the other worker and the machine's other processes on the same cores)
+    sleep, spin = records[mul + "fault-sleep"], records[mul + "fault-spin"]
+    assert spin["status"] == "TIMEOUT" and spin["load"]["worker_cores"] > 0.33 > 0.2 > sleep["load"]["worker_cores"], (
+        spin["detail"], sleep["detail"])
     assert records[mul + "fault-perturb"]["status"] == "FAIL_MISMATCH"
     assert records[mul + "fault-perturb"]["detail"].startswith("output[0]: max_abs 1 against fp64 exceeds atol")
     noise = records[mul + "fault-noise"]
