@@ -112,16 +112,18 @@ def process_rss_mb(pid: int) -> float:
         return 0.0
 
 
-def process_cpu_s(pid: int) -> float | None:
-    """Another process's CPU time so far (user and system), with its children's: those reaped and those still running
-    (a runtime's subprocess); in seconds, None when it is gone."""
+def process_cpu_s(pid: int, running_children: bool = False) -> float | None:
+    """Another process's CPU time so far (user and system), with its reaped children's, and with ``running_children``
+    those still running too (a runtime's subprocess); in seconds, None when it is gone. Finding the running children
+    reads every process's /proc entry (about 2 ms against 0.09 ms), so the pool asks for them only when an item's time
+    is up, not at each item's start."""
     import psutil
 
     try:
         proc = psutil.Process(pid)
         t = proc.cpu_times()
         total = t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
-        for child in proc.children(recursive=True):
+        for child in proc.children(recursive=True) if running_children else ():
             with contextlib.suppress(psutil.Error, OSError):
                 c = child.cpu_times()
                 total += c.user + c.system

@@ -157,14 +157,13 @@ class Pool:
         now = time.monotonic()
         for w in [w for w in self.workers if w.busy and w.proc.is_alive()]:
             if now - w.started > w.timeout:
-                cpu = process_cpu_s(w.proc.pid)
+                cpu = process_cpu_s(w.proc.pid, running_children=True)  # the item's subprocesses started after cpu_start
                 note, load = load_note(None if cpu is None or w.cpu_start is None else cpu - w.cpu_start, now - w.started)
                 w.proc.kill()
                 w.proc.join()
                 said = (f"--timeout {w.timeout:g}s" if w.timeout == self.cfg.timeout
                         else f"{w.timeout:g}s (the case's timeout_s, longer than --timeout)")
-                self._fail(w, queue, Status.TIMEOUT, f"no result within {said}: {note}" if note else f"no result within {said}",
-                           load=load)
+                self._fail(w, queue, Status.TIMEOUT, f"no result within {said}" + (f": {note}" if note else ""), load=load)
         if self.cfg.memory_limit_mb:
             self._watch_memory(queue)
 
