@@ -582,3 +582,25 @@ def test_a_timeout_says_what_the_item_had_of_the_machine(monkeypatch: pytest.Mon
     rec = decide(item(), recipe(tmp_path, ""), Outcome(fixed=Status.TIMEOUT, fixed_detail=f"no result: {said}", load=figures),
                  "run")
     assert rec["status"] == "TIMEOUT" and rec["load"] == figures and rec["detail"].endswith("on 2 cores")
+
+
+def test_a_timeout_s_load_note_does_not_split_its_root_cause() -> None:
+    """The same row timed out on a busy machine and on a quiet one is one root cause: the load note is the machine's
+    state that hour, so the advice clause and the figures stay out of the key; the timeout itself stays in it."""
+    from harness.report.summary import root_cause
+
+    def timeout(detail: str, load: dict[str, float] | None) -> dict[str, object]:
+        return {"status": "TIMEOUT", "detail": detail, **({"load": load} if load else {})}
+
+    busy = timeout("no result within --timeout 600s: its process used 0.41 CPU cores on average; the machine's load "
+                   "average was 4.6 on 2 cores; more processes than cores slow every item, so run it alone before blaming "
+                   "the backend", {"cores": 2.0, "worker_cores": 0.41, "load_5min": 4.6})
+    quiet = timeout("no result within --timeout 600s: its process used 1.97 CPU cores on average; the machine's load "
+                    "average was 2.1 on 2 cores", {"cores": 2.0, "worker_cores": 1.97, "load_5min": 2.1})
+    gone = timeout("no result within --timeout 600s: the machine's load average was 1.0 on 2 cores", {"load_5min": 1.0})
+    assert root_cause(busy) == root_cause(quiet) == root_cause(gone) == "TIMEOUT: no result within --timeout Ns"
+    case_timeout = timeout("no result within 1800s (the case's timeout_s, longer than --timeout): the machine's load "
+                           "average was 1.0 on 2 cores", {"load_5min": 1.0})
+    assert root_cause(case_timeout) != root_cause(busy)
+    # a record without the load figures (a provider's runner) keeps its whole first line
+    assert root_cause(timeout("runner timed out: its process used the FVP", None)).endswith("its process used the FVP")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -203,13 +204,20 @@ def attempts_line(rec: Record) -> str:
     return " → ".join(str(a.get("status", "?")) if isinstance(a, dict) else "?" for a in items)
 
 
+# where a TIMEOUT's detail goes on to say what the item had of the machine: its clauses begin one of two ways
+_LOAD_NOTE = re.compile(r": (?:its process used|the machine's load average) .*", re.DOTALL)
+
+
 def root_cause(rec: Record) -> str:
     """The key of a failure's root cause (``harness.causes.signature``): the record's own, or one made from its
     status and detail (a mismatch, a delegation failure), numbers blanked."""
     from harness.causes import signature
 
     key = (rec.get("error") or {}).get("signature")
-    return str(key) if key else signature(str(rec.get("status")), str(rec.get("detail") or ""))
+    detail = str(rec.get("detail") or "")
+    if rec.get("load"):  # a TIMEOUT's load note (harness.env.load_note) is the machine's state, not the cause
+        detail = _LOAD_NOTE.sub("", detail)
+    return str(key) if key else signature(str(rec.get("status")), detail)
 
 
 def root_causes(fails: list[Record]) -> list[tuple[str, list[Record]]]:
