@@ -55,9 +55,9 @@ class Settings:
         """A runtime provider's subprocess gives up before the pool would kill the worker that waits for it."""
         return max(1.0, self.item_timeout_s * 0.9)
 
-    def for_case(self, spec: Mapping[str, Any]) -> Settings:
-        """These settings for one case's items: its timeout (``case_timeout``) in place of ``--timeout``."""
-        seconds = case_timeout(self.item_timeout_s, spec)
+    def for_case(self, spec: Mapping[str, Any], recipe: str | None = None) -> Settings:
+        """These settings for one case's items (on ``recipe``): its timeout (``case_timeout``) in place of ``--timeout``."""
+        seconds = case_timeout(self.item_timeout_s, spec, recipe)
         return self if seconds == self.item_timeout_s else replace(self, item_timeout_s=seconds)
 
     def with_flags(self, **flags: Any) -> Settings:
@@ -75,12 +75,14 @@ def seconds_or_none(value: Any) -> float | None:
     return float(value)
 
 
-def case_timeout(timeout_s: float, spec: Mapping[str, Any]) -> float:
+def case_timeout(timeout_s: float, spec: Mapping[str, Any], recipe: str | None = None) -> float:
     """An item's timeout: the longer of ``--timeout`` and the time its case declares it needs (``timeout_s``, a finite
     number of seconds: the zoo's large rows, which take 20 minutes on the TOSA reference model or the portable kernels),
-    so a row that is only slow is not a TIMEOUT that says nothing about the backend. Anything else declares nothing."""
-    need = seconds_or_none(spec.get("timeout_s"))
-    return timeout_s if need is None else max(timeout_s, need)
+    or on the item's recipe (``timeouts``, recipe -> seconds: the zoo's, from each recipe's seconds on the row), so a row
+    that is only slow is not a TIMEOUT that says nothing about the backend. Anything else declares nothing."""
+    per = spec.get("timeouts")
+    needs = [seconds_or_none(spec.get("timeout_s")), seconds_or_none(per.get(recipe)) if recipe and isinstance(per, Mapping) else None]
+    return max([timeout_s, *(n for n in needs if n is not None)])
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float, unit: str = "seconds") -> float:

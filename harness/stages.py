@@ -38,6 +38,7 @@ from harness.metrics import LONG_CALL_S, diff_figures, latency_stats
 from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
+from harness.settings import current, use
 from harness.status import Stage, Status
 from harness.suites import is_model_kind
 from harness.verdict import ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
@@ -661,8 +662,9 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
             rec = decide(item, recipe, Outcome(fixed=Status.BLOCKED, fixed_detail=why), run_id, attempt, control_recipe)
         else:
             judged_pair = group.built is None or group.built.pair_judged  # a pair whose sides are each judged has no baseline
-            rec, outs, median = run_item(item, recipe, group, run_id, bundle_dir, control, control_recipe, attempt,
-                                         refs=baseline if item.recipe != baseline_recipe and judged_pair else None)
+            with use(current().for_case(item.case.spec, item.recipe)):  # a runtime provider gives up before the pool
+                rec, outs, median = run_item(item, recipe, group, run_id, bundle_dir, control, control_recipe, attempt,
+                                             refs=baseline if item.recipe != baseline_recipe and judged_pair else None)
             if item.recipe == baseline_recipe:
                 status = Status(rec["status"])
                 if outs is not None and (status.is_pass or status is Status.XPASS):

@@ -102,6 +102,13 @@ def test_a_case_declares_a_longer_timeout_never_a_shorter_or_a_meaningless_one(t
     longer = base.for_case({"timeout_s": 2848.0})
     assert longer.item_timeout_s == 2848.0 and longer.provider_timeout_s == 0.9 * 2848.0 and longer.cache_dir == tmp_path
     for spec in ({}, {"timeout_s": 60}, {"timeout_s": True}, {"timeout_s": float("nan")}, {"timeout_s": float("inf")},
-                 {"timeout_s": "3600"}, {"timeout_s": -1.0}):
-        assert base.for_case(spec) is base, spec
-        assert settings.case_timeout(600.0, spec) == 600.0, spec
+                 {"timeout_s": "3600"}, {"timeout_s": -1.0}, {"timeouts": {"x": 60.0}}, {"timeouts": {"x": "3600"}},
+                 {"timeouts": ["x", 3600.0]}, {"timeouts": {"x": float("nan")}}):
+        assert base.for_case(spec) is base and base.for_case(spec, "x") is base, spec
+        assert settings.case_timeout(600.0, spec) == 600.0 == settings.case_timeout(600.0, spec, "x"), spec
+    # per recipe (the zoo's ``timeouts``): only the item's recipe's, never below the case's own
+    spec = {"timeout_s": 900.0, "timeouts": {"arm-tosa-int": 1500.0, "x": 700.0}}
+    assert settings.case_timeout(600.0, spec, "arm-tosa-int") == 1500.0
+    assert settings.case_timeout(600.0, spec, "xnnpack") == settings.case_timeout(600.0, spec, "x") == 900.0
+    assert settings.case_timeout(600.0, spec) == 900.0 and settings.case_timeout(2000.0, spec, "arm-tosa-int") == 2000.0
+    assert base.for_case(spec, "arm-tosa-int").provider_timeout_s == 0.9 * 1500.0

@@ -74,6 +74,9 @@ cases:
     ("cases:\n  - id: a\n    op: aten::abs.default\n    dtypes: [float8]\n", "unknown dtype 'float8'"),
     *((f"cases:\n  - id: a\n    op: aten::abs.default\n    args: [{{shape: [2]}}]\n    timeout_s: {v}\n",
        "`timeout_s` must be a positive number of seconds") for v in ("0", "-5", ".nan", ".inf", "true", "soon")),
+    *((f"cases:\n  - id: a\n    op: aten::abs.default\n    args: [{{shape: [2]}}]\n    timeouts: {v}\n",
+       "`timeouts` must map recipe names to positive numbers of seconds") for v in ("600", "{}", "[portable]", "{portable: 0}",
+                                                                                    "{portable: soon}", "{1: 60}", "{x: .inf}")),
     ("dims: {N: 2}\ncases:\n  - id: a\n    op: aten::abs.default\n    args: [{shape: [N]}]\n    dynamic: {N: [3, 8]}\n",
      "need ints min <= 2 <= max"),
 ])

@@ -27,6 +27,9 @@ def stable_hash(obj: Any, length: int = 16) -> str:
 UNINITIALIZED = "uninitialized"  # a case tag: its outputs are uninitialized memory (torch.empty*): a quantizing recipe skips it
 
 
+_SCHEDULING = ("costs", "timeouts")  # figures per recipe a new measurement of any row may change on every row
+
+
 @dataclass(frozen=True)
 class Case:
     id: str  # "op.add.bcast_rank4" or "model.mlp.base"
@@ -42,9 +45,9 @@ class Case:
 
     @property
     def spec_hash(self) -> str:
-        """The case's identity (a cache key part; history groups by it), less ``costs``: a scheduling figure per recipe
-        that a new measurement of any row may change on every row (harness.suites.case_cost)."""
-        spec = {k: v for k, v in self.spec.items() if k != "costs"} if isinstance(self.spec, dict) else self.spec
+        """The case's identity (a cache key part; history groups by it), less ``costs`` and ``timeouts``: scheduling
+        figures per recipe that a new measurement of any row may change on every row (harness.suites.case_cost)."""
+        spec = {k: v for k, v in self.spec.items() if k not in _SCHEDULING} if isinstance(self.spec, dict) else self.spec
         return stable_hash({"id": self.id, "kind": self.kind, "spec": spec})
 
 

@@ -52,7 +52,7 @@ INITS = ("normal", "uniform", "randint", "zeros", "ones", "bernoulli", "arange",
 LAYOUTS = ("contiguous", "transposed", "permuted", "strided", "complex")
 CASE_KEYS = {
     "id", "op", "op_id", "args", "kwargs", "init", "dtypes", "dynamic", "tags", "ref",
-    "template", "cases", "exclude", "tolerance", "method", "timeout_s",
+    "template", "cases", "exclude", "tolerance", "method", "timeout_s", "timeouts",
 }
 TENSOR_KEYS = {"shape", "preset", "dtype", "init", "mean", "std", "low", "high", "p", "layout", "value"}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -309,6 +309,11 @@ def _build_case(raw: dict[str, Any], loc: str, suite: str, dims: dict[str, int],
         if not seconds:
             raise SpecError(f"{loc}: `timeout_s` must be a positive number of seconds, got {raw['timeout_s']!r}")
         spec["timeout_s"] = seconds
+    if "timeouts" in raw:  # the same, on one recipe (``timeouts: {portable: 1800}``)
+        per = raw["timeouts"]
+        if not isinstance(per, dict) or not per or not all(isinstance(r, str) and seconds_or_none(v) for r, v in per.items()):
+            raise SpecError(f"{loc}: `timeouts` must map recipe names to positive numbers of seconds, got {per!r}")
+        spec["timeouts"] = {r: float(v) for r, v in sorted(per.items())}
     name = str(raw.get("op_id") or op_short_name(op))
     return Case(
         id=f"op.{name}.{variant}",

@@ -101,7 +101,7 @@ class _Worker:
     done: set[str] = field(default_factory=set)
     current: str | None = None
     started: float = 0.0
-    timeout: float = 0.0  # its group's items' (``case_timeout``: one case per group)
+    timeout: float = 0.0  # its current item's (``case_timeout``: on the item's recipe)
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
     cpu_start: float | None = None  # its CPU seconds when its current item started (a TIMEOUT says what it had)
 
@@ -139,7 +139,7 @@ class Pool:
                 for w in self.workers:
                     if not w.busy and queue:
                         w.group, w.done, w.current = queue.popleft(), set(), None
-                        w.started, w.timeout = time.monotonic(), case_timeout(self.cfg.timeout, w.group[0].case.spec)
+                        w.started, w.timeout = time.monotonic(), self._timeout(w.group[0])
                         w.cpu_start = process_cpu_s(w.proc.pid)
                         w.conn.send((w.group, self.contexts.get(w.group[0].group)))
                 self._poll(queue)
@@ -161,7 +161,10 @@ class Pool:
                 note, load = load_note(None if cpu is None or w.cpu_start is None else cpu - w.cpu_start, now - w.started)
                 w.proc.kill()
                 w.proc.join()
+                item = next((it for it in w.group if it.id == w.current), w.group[0])
+                per_recipe = (item.case.spec.get("timeouts") or {}).get(item.recipe) == w.timeout
                 said = (f"--timeout {w.timeout:g}s" if w.timeout == self.cfg.timeout
+                        else f"{w.timeout:g}s (the case's timeout on {item.recipe}, longer than --timeout)" if per_recipe
                         else f"{w.timeout:g}s (the case's timeout_s, longer than --timeout)")
                 self._fail(w, queue, Status.TIMEOUT, f"no result within {said}" + (f": {note}" if note else ""), load=load)
         if self.cfg.memory_limit_mb:
@@ -179,12 +182,17 @@ class Pool:
                 self._fail(w, queue, Status.CRASH, f"out of memory: the worker's RSS reached {rss / 1024:.1f} GB, above the "
                            f"worker memory limit of {limit / 1024:.1f} GB (--worker-memory, BTI_WORKER_MEMORY_GB)")
 
+    def _timeout(self, item: Item) -> float:
+        """An item's timeout: ``--timeout``, or longer where its case declares so, on its recipe (``case_timeout``)."""
+        return case_timeout(self.cfg.timeout, item.case.spec, item.recipe)
+
     def _drain(self, w: _Worker, queue: deque[list[Item]]) -> None:
         try:
             while w.conn.poll():
                 kind, payload = w.conn.recv()
                 if kind == "start":
                     w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
+                    w.timeout = self._timeout(next((it for it in w.group if it.id == payload), w.group[0]))
                     w.cpu_start = process_cpu_s(w.proc.pid)
                 elif kind == "result":
                     w.done.add(payload["id"])
