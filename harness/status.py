@@ -76,6 +76,11 @@ class Status(StrEnum):
         return self in _BEFORE_RUN
 
     @property
+    def failed_by_serializing(self) -> bool:
+        """Failed at export, quantize, lower or serialize: the stages a LOWERED item (not run here) has passed."""
+        return self in _BEFORE_RUN and self is not Status.FAIL_LOAD
+
+    @property
     def is_verdict(self) -> bool:
         """An answer about the program itself, stable enough to cache and to triage by: not a crash, a hang, a bti
         error or a flake. LOWERED is none either: its program was never run, and runs where the runtime appears."""

@@ -291,11 +291,17 @@ def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
 
 def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail: str,
                  error: ErrorInfo | None) -> tuple[Status, str, dict[str, str] | None]:
-    if status.did_not_run:  # nothing to expect, nor to ask the case source (an unavailable device may be unknown to torch)
-        return status, detail, None
+    if status.did_not_run and status is not Status.LOWERED:  # nothing to expect, nor to ask the case source (an
+        return status, detail, None  # unavailable device may be unknown to torch)
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
+    if status is Status.LOWERED:  # lowered and serialized, not run: a rule that expects a failure before the run is stale
+        stale = next((rule for rule in rules if rule.statuses and all(s.failed_by_serializing for s in rule.statuses)), None)
+        if stale is None:
+            return status, detail, None
+        return (Status.XPASS, f"expected to fail ({stale.describe()}: {stale.reason}) but {detail}",
+                {"reason": stale.reason, "expects": stale.describe()})
     message = f"{detail}\n{error.message}" if error is not None else detail
     if status.is_failure and status is not Status.ERROR:
         for rule in rules:  # any rule that names this failure holds it

@@ -46,6 +46,23 @@ XFAIL = """xfail:
 """
 
 
+def test_a_lowered_item_under_a_rule_that_expects_a_failure_before_the_run_is_an_xpass(tmp_path: Path) -> None:
+    """A lowered-only recipe (Ethos-U without its FVP) never runs the program, but it did export, quantize, lower and
+    serialize: a rule that expects one of those to fail no longer holds there, and says so (FNet's `_fft_c2c` rule held
+    on every ExecuTorch recipe but lowered on Ethos-U and VGF, whose recipes turn IR validity off, silently). A rule
+    that expects the run or the comparison to fail says nothing about an item that did not run."""
+    lowered = Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1), StageOutcome(Stage.LOWER, 0.1)), lowered="no FVP here")
+    stale = decide(item(), recipe(tmp_path, XFAIL), lowered, "run")
+    assert stale["status"] == "XPASS" and stale["xfail"]["expects"] == "FAIL_LOWER matching /IndexError|tuple index/"
+    assert stale["detail"].startswith("expected to fail (FAIL_LOWER matching /IndexError|tuple index/: partitioner bug #1)"
+                                      " but lowered and serialized; not run here: no FVP here"), stale["detail"]
+    for expects in ("FAIL_RUN", "FAIL_MISMATCH", "[FAIL_LOWER, FAIL_RUN]"):
+        rules = f'xfail:\n  - {{match: "op.conv2d.*", status: {expects}, reason: "after the run"}}\n'
+        rec = decide(item(), recipe(tmp_path, rules), lowered, "run")
+        assert rec["status"] == "LOWERED" and "xfail" not in rec, (expects, rec)
+    assert decide(item(), recipe(tmp_path, ""), lowered, "run")["status"] == "LOWERED"
+
+
 def test_xfail_holds_only_the_named_failure(tmp_path: Path) -> None:
     r = recipe(tmp_path, XFAIL)
     rec = decide(item(), r, failed(Stage.LOWER, "tuple index out of range"), "run")
