@@ -6,8 +6,9 @@ anything (a triage checks its new xfail rules against the records that motivated
 Each record's own failure (an XFAIL's expected status, any other failure's status) and message go through the rules
 as ``harness.verdict._apply_xfail`` applies them: the recipe's xfail rules that list the item, else the case source's
 own (the zoo's known failures, OpInfo's ``expectedFailure``); a failure some rule names is XFAIL, a pass that a rule
-lists is XPASS. The message is the record's own detail (the ``[xfail: …]``/``[unexpected: …]`` the verdict added taken
-off) and its error message, as the verdict matched them. SKIP rules, capabilities and FAIL_EXPORT (the case's own) are
+lists is XPASS, and so is a LOWERED item under a rule that expects only what lowering finds (a stale rule). The
+message is the record's own detail (the ``[xfail: …]``/``[unexpected: …]`` the verdict added taken off) and its error
+message, as the verdict matched them. SKIP rules, capabilities and FAIL_EXPORT (the case's own) are
 taken as recorded. A rule limited to a kind of machine (``when:``) is judged by the facts the run's header recorded
 (``recipe_info.<recipe>.facts``), and one limited to versions (``versions:``) by the packages it recorded (its
 ``packages``: a run on executorch 1.4.1 judged from a 1.5.1 install keeps its 1.4 rules), not by this machine's and
@@ -59,13 +60,17 @@ def main() -> int:
                 recipes[r["recipe"]] = load_recipe(r["recipe"])
             recipe = recipes[r["recipe"]]
             status = Status(r["status"])
-            own = Status(r["xfail"]["status"]) if status is Status.XFAIL else Status.PASS if status is Status.XPASS else status
+            lowered = status is Status.XPASS and "lowered" in (r.get("xfail") or {})  # a stale rule, not run here
+            own = (Status(r["xfail"]["status"]) if status is Status.XFAIL else Status.LOWERED if lowered
+                   else Status.PASS if status is Status.XPASS else status)
             part = r.get("partition") or {}
             delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
             rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated) or cases.source_rules(r, recipe)
             message = own_message(r)
             if own.is_pass:
                 now = "XPASS" if rules else own.value
+            elif own is Status.LOWERED:  # lowered and serialized: a rule expecting an earlier failure no longer holds
+                now = "XPASS" if any(rule.statuses and all(s.found_by_lowering for s in rule.statuses) for rule in rules) else own.value
             elif own.is_failure and own is not Status.FAIL_EXPORT and own is not Status.ERROR:
                 now = "XFAIL" if any(rule.expects(own, message) for rule in rules) else own.value
             else:

@@ -139,6 +139,9 @@ def _cores() -> int | None:
     return os.cpu_count()
 
 
+LOAD_NOTE_STARTS = ("its process used", "the machine's load average")  # how the note's clauses begin (root causes omit it)
+
+
 def load_note(cpu_s: float | None, wall_s: float) -> tuple[str, dict[str, float]]:
     """What a timed-out item had of the machine: the CPU cores its process (and its subprocesses) used on average
     (``cpu_s`` of CPU time over ``wall_s``), and the machine's 5-minute load average against its cores. A load above
@@ -153,10 +156,10 @@ def load_note(cpu_s: float | None, wall_s: float) -> tuple[str, dict[str, float]
         figures["worker_cores"] = round(max(0.0, cpu_s) / wall_s, 2)
     with contextlib.suppress(OSError, AttributeError):  # no load average on Windows
         figures["load_5min"] = round(os.getloadavg()[1], 2)
-    said = [f"its process used {figures['worker_cores']:.2f} CPU cores on average"] if "worker_cores" in figures else []
+    said = [f"{LOAD_NOTE_STARTS[0]} {figures['worker_cores']:.2f} CPU cores on average"] if "worker_cores" in figures else []
     if "load_5min" in figures:
         load = figures["load_5min"]
-        said.append(f"the machine's load average was {load:.1f}" + (f" on {cores} cores" if cores else ""))
+        said.append(f"{LOAD_NOTE_STARTS[1]} was {load:.1f}" + (f" on {cores} cores" if cores else ""))
         if cores and load > cores and load - figures.get("worker_cores", 0.0) >= 1.0:
             said.append("more processes than cores slow every item, so run it alone before blaming the backend")
     return "; ".join(said), figures

@@ -80,9 +80,14 @@ def case_timeout(timeout_s: float, spec: Mapping[str, Any], recipe: str | None =
     number of seconds: the zoo's large rows, which take 20 minutes on the TOSA reference model or the portable kernels),
     or on the item's recipe (``timeouts``, recipe -> seconds: the zoo's, from each recipe's seconds on the row), so a row
     that is only slow is not a TIMEOUT that says nothing about the backend. Anything else declares nothing."""
-    per = spec.get("timeouts")
-    needs = [seconds_or_none(spec.get("timeout_s")), seconds_or_none(per.get(recipe)) if recipe and isinstance(per, Mapping) else None]
+    needs = [seconds_or_none(spec.get("timeout_s")), recipe_timeout(spec, recipe)]
     return max([timeout_s, *(n for n in needs if n is not None)])
+
+
+def recipe_timeout(spec: Mapping[str, Any], recipe: str | None) -> float | None:
+    """The time a case declares it needs on ``recipe`` (``timeouts``), None where it declares none."""
+    per = spec.get("timeouts")
+    return seconds_or_none(per.get(recipe)) if recipe and isinstance(per, Mapping) else None
 
 
 def _seconds(environ: Mapping[str, str], name: str, default: float, unit: str = "seconds") -> float:

@@ -76,9 +76,10 @@ class Status(StrEnum):
         return self in _BEFORE_RUN
 
     @property
-    def failed_by_serializing(self) -> bool:
-        """Failed at export, quantize, lower or serialize: the stages a LOWERED item (not run here) has passed."""
-        return self in _BEFORE_RUN and self is not Status.FAIL_LOAD
+    def found_by_lowering(self) -> bool:
+        """Failed at export, quantize, lower or serialize, or the delegation check: what a LOWERED item (lowered,
+        serialized and its partition checked, not run here) has passed."""
+        return (self in _BEFORE_RUN and self is not Status.FAIL_LOAD) or self is Status.FAIL_DELEGATION
 
     @property
     def is_verdict(self) -> bool:

@@ -56,7 +56,21 @@ def test_a_lowered_item_under_a_rule_that_expects_a_failure_before_the_run_is_an
     assert stale["status"] == "XPASS" and stale["xfail"]["expects"] == "FAIL_LOWER matching /IndexError|tuple index/"
     assert stale["detail"].startswith("expected to fail (FAIL_LOWER matching /IndexError|tuple index/: partitioner bug #1)"
                                       " but lowered and serialized; not run here: no FVP here"), stale["detail"]
-    for expects in ("FAIL_RUN", "FAIL_MISMATCH", "[FAIL_LOWER, FAIL_RUN]"):
+    # the program never ran: its XPASS is not cached (the item runs where its runtime appears, as a LOWERED item does),
+    # and opdiff's table, where XPASS means it ran and was compared, has it as never run
+    from harness.opdiff.report import opdiff_status
+    from harness.runner.cache import ResultCache
+
+    cache = ResultCache(tmp_path / "cache", {})
+    cache.put(recipe(tmp_path, XFAIL), stale)
+    assert not list((tmp_path / "cache").rglob("*.json")) and opdiff_status(stale) == "SKIPPED"
+    ran = decide(item(), recipe(tmp_path, "xfail:\n  - {match: 'op.conv2d.*', status: FAIL_LOWER, reason: r}\n"), PASSED, "run")
+    cache.put(recipe(tmp_path, XFAIL), ran)  # an XPASS that ran is cached as before, and is OK to opdiff
+    assert ran["status"] == "XPASS" and len(list((tmp_path / "cache").rglob("*.json"))) == 1 and opdiff_status(ran) == "OK"
+    delegation = decide(item(), recipe(tmp_path, "xfail:\n  - {match: 'op.conv2d.*', status: FAIL_DELEGATION, reason: r}\n"),
+                        lowered, "run")
+    assert delegation["status"] == "XPASS"  # its partition was checked before it was found not runnable here
+    for expects in ("FAIL_RUN", "FAIL_MISMATCH", "[FAIL_LOWER, FAIL_RUN]", "FAIL_LOAD"):
         rules = f'xfail:\n  - {{match: "op.conv2d.*", status: {expects}, reason: "after the run"}}\n'
         rec = decide(item(), recipe(tmp_path, rules), lowered, "run")
         assert rec["status"] == "LOWERED" and "xfail" not in rec, (expects, rec)

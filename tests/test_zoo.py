@@ -188,11 +188,11 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     cases = {c.id: c for c in zoo.zoo_cases(only=(alexnet, resnet18, resnet50, mobilenet, vgg, big))}
     assert "costs" not in cases[big].spec and case_cost(cases[big], "portable") == cases[big].spec["cost"]  # the estimate
     assert cases[alexnet].spec_hash == dataclasses.replace(cases[alexnet], spec={**cases[alexnet].spec, "costs": {}}).spec_hash
-    # VGG's 1,000 s x 20 would take 20,000 s on portable: its timeout there is the hour, which bounds the cost
-    assert cases[vgg].spec["timeout_s"] == 1380.0 and cases[vgg].spec["timeouts"] == {"portable": 3600.0}
-    assert cases[vgg].spec["costs"] == {"portable": 3600.0}
+    # VGG's 1,000 s x 20 would take 20,000 s on portable, past any timeout: it keeps the row's, which bounds its cost
+    assert cases[vgg].spec["timeout_s"] == 1380.0 and "timeouts" not in cases[vgg].spec
+    assert cases[vgg].spec["costs"] == {"portable": 1380.0}
     assert "timeouts" not in cases[alexnet].spec  # 3 x 40 s on portable is within the row's own 600 s
-    assert cases[vgg].spec_hash == dataclasses.replace(cases[vgg], spec={**cases[vgg].spec, "timeouts": {}}).spec_hash
+    assert cases[vgg].spec_hash == dataclasses.replace(cases[vgg], spec={**cases[vgg].spec, "timeouts": {"x": 1.0}}).spec_hash
     assert cases[mobilenet].spec["costs"] == {"portable": 100.0}
     assert cases[alexnet].spec["costs"] == {"portable": 40.0, "xnnpack": 2.0}
     assert case_cost(cases[alexnet], "portable") == 40.0 and case_cost(cases[alexnet], "torch-cpu") == 2.0 == case_cost(cases[alexnet])
@@ -202,6 +202,18 @@ def test_a_row_costs_what_it_took_on_each_recipe_so_the_slow_recipes_weigh_in_th
     groups = [[Item(cases[i], r, axes) for r in ("portable", "torch-cpu")] for i in (alexnet, resnet18, resnet50, mobilenet)]
     shards = [{g[0].case.id for g in shard(groups, i, 2)} for i in (1, 2)]
     assert shards == [{mobilenet, resnet18}, {resnet50, alexnet}]  # 138 s and 135 s (one figure a row: 147 and 126)
+
+
+def test_a_row_slow_on_one_recipe_has_three_times_its_seconds_there_within_the_hour() -> None:
+    """ELECTRA's QA took 287 s alone on the TOSA reference model against the row's 600 s, and timed out beside three
+    other processes: its time there is three times its seconds. A recipe within a tenth of the row's keeps the row's,
+    and so does one whose seconds reach the hour (it would time out anyway); none passes the hour."""
+    seconds = {"arm-tosa-int": 287.4, "xnnpack": 5.0, "close": 210.0, "hour": 3600.0, "past": 4000.0, "long": 1500.0}
+    assert zoo._recipe_timeouts(600.0, seconds) == {"arm-tosa-int": 862.0, "long": 3600.0}
+    assert zoo._recipe_timeouts(3600.0, seconds) == {}  # a row of an hour has no more anywhere
+    electra = next(c for c in load_suites(["zoo"]) if c.id == "zoo.huggingface.ElectraForQuestionAnswering")
+    assert electra.spec["timeout_s"] == 600.0 and electra.spec["timeouts"]["arm-tosa-int"] >= 3 * 287.0
+    assert electra.spec["costs"]["arm-tosa-int"] == zoo.sizes()[electra.id]["recipe_seconds"]["arm-tosa-int"]
 
 
 def test_the_weekly_sweep_fits_its_shards_by_the_shipped_estimates() -> None:
@@ -527,6 +539,32 @@ def test_rejudge_holds_a_zoo_record_to_the_zoo_s_own_rules_on_its_unwrapped_mess
     # for the failure only in the verdict's wrapping) no longer matches it
     assert out.stdout.splitlines()[-1] == "xnnpack: 1 unexpected (1 XFAIL, 1 FAIL_LOWER)"
     assert "unexpected: FAIL_LOWER " + fnet + " 'lower: RuntimeError: something else'" in out.stdout
+
+
+def test_rejudge_finds_a_stale_rule_on_a_lowered_item(tmp_path: Path) -> None:
+    """A LOWERED item (not run here) under a rule that expects lowering to fail is an XPASS to rejudge as to the verdict,
+    whether it was recorded LOWERED (before the rule went stale) or XPASS; a rule that leaves the recipe out says
+    nothing of it. FNet lowers on Core ML only to fail there, and lowers on Ethos-U, which its FFT rule leaves out."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def record(recipe: str, status: str, **more: object) -> dict[str, object]:
+        return {"id": f"zoo.huggingface.GoogleFnet[float32,static]@{recipe}", "recipe": recipe, "suite": "zoo",
+                "case": "zoo.huggingface.GoogleFnet", "axes": {"dtype": "float32", "shape": "static"}, "status": status,
+                "detail": "lowered and serialized; not run here: no runtime", **more}
+
+    stale = {"status": None, "reason": "r", "expects": "FAIL_LOWER", "lowered": "no runtime"}
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"kind": "header", "packages": {"executorch": "1.5.1", "coremltools": "9.0", "torch": "2.14.1"}},
+        record("coreml", "LOWERED"), record("coreml", "XPASS", xfail=stale), record("arm-ethos-u55", "LOWERED")]))
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert "arm-ethos-u55: 0 unexpected (1 LOWERED)" in out.stdout.splitlines(), out.stdout
+    assert "coreml: 2 unexpected (2 XPASS)" in out.stdout.splitlines(), out.stdout
 
 
 @pytest.mark.parametrize("precision, last", [("bf16", "openvino: 0 unexpected (1 XFAIL)"),

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.env import LOAD_NOTE_STARTS
 from harness.results import Record, as_float, status_of
 from harness.status import Status
 from harness.verdict import TRIAGE
@@ -204,8 +205,8 @@ def attempts_line(rec: Record) -> str:
     return " → ".join(str(a.get("status", "?")) if isinstance(a, dict) else "?" for a in items)
 
 
-# where a TIMEOUT's detail goes on to say what the item had of the machine: its clauses begin one of two ways
-_LOAD_NOTE = re.compile(r": (?:its process used|the machine's load average) .*", re.DOTALL)
+# where a TIMEOUT's detail goes on to say what the item had of the machine (harness.env.load_note)
+_LOAD_NOTE = re.compile(": (?:" + "|".join(map(re.escape, LOAD_NOTE_STARTS)) + ") .*", re.DOTALL)
 
 
 def root_cause(rec: Record) -> str:

@@ -34,7 +34,7 @@ from harness.causes import Crash, fatal_cause
 from harness.env import load_note, peak_rss_mb, process_cpu_s, process_rss_mb, remove_scratch, rss_mb
 from harness.recipes import Recipe
 from harness.results import Record
-from harness.settings import case_timeout
+from harness.settings import case_timeout, recipe_timeout
 from harness.status import Status
 from harness.verdict import GroupContext
 
@@ -102,6 +102,7 @@ class _Worker:
     current: str | None = None
     started: float = 0.0
     timeout: float = 0.0  # its current item's (``case_timeout``: on the item's recipe)
+    timed: Item | None = None  # the item whose timeout that is: the one started last
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
     cpu_start: float | None = None  # its CPU seconds when its current item started (a TIMEOUT says what it had)
 
@@ -139,7 +140,8 @@ class Pool:
                 for w in self.workers:
                     if not w.busy and queue:
                         w.group, w.done, w.current = queue.popleft(), set(), None
-                        w.started, w.timeout = time.monotonic(), self._timeout(w.group[0])
+                        w.started, w.timed = time.monotonic(), w.group[0]
+                        w.timeout = self._timeout(w.timed)
                         w.cpu_start = process_cpu_s(w.proc.pid)
                         w.conn.send((w.group, self.contexts.get(w.group[0].group)))
                 self._poll(queue)
@@ -161,10 +163,10 @@ class Pool:
                 note, load = load_note(None if cpu is None or w.cpu_start is None else cpu - w.cpu_start, now - w.started)
                 w.proc.kill()
                 w.proc.join()
-                item = next((it for it in w.group if it.id == w.current), w.group[0])
-                per_recipe = (item.case.spec.get("timeouts") or {}).get(item.recipe) == w.timeout
+                timed = w.timed or w.group[0]
                 said = (f"--timeout {w.timeout:g}s" if w.timeout == self.cfg.timeout
-                        else f"{w.timeout:g}s (the case's timeout on {item.recipe}, longer than --timeout)" if per_recipe
+                        else f"{w.timeout:g}s (the case's timeout on this recipe, longer than --timeout)"
+                        if recipe_timeout(timed.case.spec, timed.recipe) == w.timeout
                         else f"{w.timeout:g}s (the case's timeout_s, longer than --timeout)")
                 self._fail(w, queue, Status.TIMEOUT, f"no result within {said}" + (f": {note}" if note else ""), load=load)
         if self.cfg.memory_limit_mb:
@@ -192,7 +194,8 @@ class Pool:
                 kind, payload = w.conn.recv()
                 if kind == "start":
                     w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
-                    w.timeout = self._timeout(next((it for it in w.group if it.id == payload), w.group[0]))
+                    w.timed = next((it for it in w.group if it.id == payload), w.group[0])
+                    w.timeout = self._timeout(w.timed)
                     w.cpu_start = process_cpu_s(w.proc.pid)
                 elif kind == "result":
                     w.done.add(payload["id"])
