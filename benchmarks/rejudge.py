@@ -40,6 +40,7 @@ def main() -> int:
     ns = ap.parse_args()
 
     from harness.recipes import Recipe, load_recipe
+    from harness.results import lowered_xpass
     from harness.status import Status
 
     recipes: dict[str, Recipe] = {}
@@ -60,8 +61,7 @@ def main() -> int:
                 recipes[r["recipe"]] = load_recipe(r["recipe"])
             recipe = recipes[r["recipe"]]
             status = Status(r["status"])
-            lowered = status is Status.XPASS and "lowered" in (r.get("xfail") or {})  # a stale rule, not run here
-            own = (Status(r["xfail"]["status"]) if status is Status.XFAIL else Status.LOWERED if lowered
+            own = (Status(r["xfail"]["status"]) if status is Status.XFAIL else Status.LOWERED if lowered_xpass(r)
                    else Status.PASS if status is Status.XPASS else status)
             part = r.get("partition") or {}
             delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
@@ -70,7 +70,7 @@ def main() -> int:
             if own.is_pass:
                 now = "XPASS" if rules else own.value
             elif own is Status.LOWERED:  # lowered and serialized: a rule expecting an earlier failure no longer holds
-                now = "XPASS" if any(rule.statuses and all(s.found_by_lowering for s in rule.statuses) for rule in rules) else own.value
+                now = "XPASS" if any(rule.stale_if_lowered for rule in rules) else own.value
             elif own.is_failure and own is not Status.FAIL_EXPORT and own is not Status.ERROR:
                 now = "XFAIL" if any(rule.expects(own, message) for rule in rules) else own.value
             else:

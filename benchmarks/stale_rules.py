@@ -37,7 +37,7 @@ def items(suites: list[str], recipes: list[str]) -> list[str]:
         recipe = load_recipe(name)
         for item in expand(cases, [recipe]):
             rules = recipe.xfail_rules(item.group, item.case.suite, None) or _source_xfail(item, recipe)
-            if any(rule.statuses and all(s.found_by_lowering for s in rule.statuses) for rule in rules):
+            if any(rule.stale_if_lowered for rule in rules):
                 out.append(item.id)
     return out
 

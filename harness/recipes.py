@@ -140,6 +140,12 @@ class Rule:
             return False
         return self.message is None or self.message.search(message) is not None
 
+    @property
+    def stale_if_lowered(self) -> bool:
+        """An xfail rule that expects only failures a LOWERED item has passed (``Status.found_by_lowering``): where the
+        item lowers, the rule no longer holds."""
+        return bool(self.statuses) and all(s.found_by_lowering for s in self.statuses)
+
     def describe(self) -> str:
         what = "|".join(sorted(s.value for s in self.statuses))
         return what + (f" matching /{self.message.pattern}/" if self.message is not None else "")

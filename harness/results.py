@@ -115,6 +115,12 @@ def status_of(record: Record) -> Status:
     return Status(record["status"])
 
 
+def lowered_xpass(record: Record) -> bool:
+    """An XPASS whose program never ran here: a stale rule on a LOWERED item (``xfail.lowered``, harness.verdict)."""
+    xfail = record.get("xfail")
+    return record.get("status") == Status.XPASS and isinstance(xfail, dict) and "lowered" in xfail
+
+
 def clean(value: Any) -> Any:
     """Make ``value`` strict-JSON safe (non-finite floats become strings)."""
     if isinstance(value, float) and not math.isfinite(value):

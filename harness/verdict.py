@@ -297,7 +297,7 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
     if status is Status.LOWERED:  # lowered and serialized, not run: a rule that expects a failure before the run is stale
-        stale = next((rule for rule in rules if rule.statuses and all(s.found_by_lowering for s in rule.statuses)), None)
+        stale = next((rule for rule in rules if rule.stale_if_lowered), None)
         if stale is None:
             return status, detail, None
         return (Status.XPASS, f"expected to fail ({stale.describe()}: {stale.reason}) but {detail}",

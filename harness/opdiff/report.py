@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.results import Record, as_float
+from harness.results import Record, as_float, lowered_xpass
 from harness.status import Status
 
 ENV_PACKAGES = ("torch", "torchvision", "torchaudio", "coremltools", "onnxruntime", "executorch")
@@ -39,11 +39,9 @@ OPDIFF_STATUS: dict[Status, str] = {
 
 def opdiff_status(rec: Record) -> str:
     status = rec["status"]
-    raw = rec.get("xfail")
-    xfail: dict[str, Any] = raw if isinstance(raw, dict) else {}
     if status == Status.XFAIL:  # the failure it was expected to have
-        status = xfail.get("status") or Status.FAIL_RUN
-    elif status == Status.XPASS and "lowered" in xfail:  # a stale rule on a program not run here: it never ran
+        status = (rec.get("xfail") or {}).get("status") or Status.FAIL_RUN
+    elif lowered_xpass(rec):  # a stale rule on a program not run here: it never ran
         status = Status.LOWERED
     try:
         return OPDIFF_STATUS[Status(status)]

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.cases.case import Item, stable_hash
 from harness.recipes import Recipe
-from harness.results import Record, atomic_write_text, dumps
+from harness.results import Record, atomic_write_text, dumps, lowered_xpass
 from harness.status import Status
 
 
@@ -72,8 +72,8 @@ class ResultCache:
     def put(self, recipe: Recipe, record: Record) -> None:
         if not Status(record["status"]).is_verdict or "spec_hash" not in record:
             return
-        if isinstance(record.get("xfail"), dict) and "lowered" in record["xfail"]:  # an XPASS of a program not run here
-            return  # runs where its runtime appears, as a LOWERED item does
+        if lowered_xpass(record):  # its program never ran: it runs where its runtime appears, as a LOWERED item does
+            return
         key = self.key(record["spec_hash"], record["id"], recipe, record["seed"])
         atomic_write_text(self._path(key), dumps(record))
 

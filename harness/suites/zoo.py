@@ -371,7 +371,7 @@ def _recipe_timeouts(row_timeout: float, seconds: dict[str, float]) -> dict[str,
     keeps the row's timeout, so a hang there still ends as soon; none passes the row's bound of an hour, and a recipe
     whose seconds reach that bound (ALBERT's estimates on the Arm recipes) keeps the row's: it would time out anyway,
     an hour later. Less than a tenth more than the row's is not worth a second figure."""
-    high = max(row_timeout, TIMEOUT_S[2])
+    high = TIMEOUT_S[2]  # a row's own timeout is within it (``_timeout``)
     out = {r: float(min(high, round(TIMEOUT_MARGIN * s))) for r, s in seconds.items() if s < high}
     return {r: t for r, t in out.items() if t > 1.1 * row_timeout}
 
