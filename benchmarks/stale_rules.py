@@ -3,11 +3,12 @@ expects to fail before the run (export, quantize, lower, serialize, the delegati
 an XPASS (``harness.verdict._apply_xfail``) without running every item. On a machine with each recipe's runtime the
 items run as usual, and the rules are held to the run instead.
 
-    .venv/bin/python benchmarks/stale_rules.py [-s SUITE ...] [-r RECIPE ...] -o OUT [--list]
+    .venv/bin/python benchmarks/stale_rules.py [-s SUITE ...] [-r RECIPE ...] -o OUT [--list] [-- BTI-RUN-FLAGS ...]
 
 Defaults: the periodic workflow's suites without the zoo (whose rows take minutes each: run them with ``bti run -s
-zoo``), on the five recipes that lower here without running (Ethos-U55, Ethos-U85, VGF, Core ML, Vulkan). Prints the
-count per recipe, then runs ``bti run`` on those items (``--list`` prints their ids instead); the exit code is bti's.
+zoo``, or here with ``-s zoo -- -j 2 --worker-memory 9``), on the five recipes that lower here without running
+(Ethos-U55, Ethos-U85, VGF, Core ML, Vulkan). Prints the count per recipe, then runs ``bti run`` on those items, with
+``-j 1`` and any flags after ``--`` (``--list`` prints their ids instead); the exit code is bti's.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def main() -> int:
     parser.add_argument("-r", "--recipe", action="append", help=f"default: {' '.join(LOWERED_HERE)}")
     parser.add_argument("-o", "--out-dir", default="out-stale")
     parser.add_argument("--list", action="store_true", help="print the item ids, run nothing")
+    parser.add_argument("run_flags", nargs="*", metavar="-- BTI-RUN-FLAGS", help="passed to bti run, after its own")
     args = parser.parse_args()
     suites, recipes = args.suite or SUITES, args.recipe or LOWERED_HERE
     ids = items(suites, recipes)
@@ -59,7 +61,7 @@ def main() -> int:
     argv = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())", "run"]
     for flag, values in (("-s", suites), ("-r", recipes)):
         argv += [x for v in values for x in (flag, v)]
-    argv += ["-j", "1", "--no-reuse", "--allow-unverified", "--no-report", "-o", args.out_dir]
+    argv += ["-j", "1", "--no-reuse", "--allow-unverified", "--no-report", "-o", args.out_dir, *args.run_flags]
     for item_id in ids:
         argv += ["-k", item_id.replace("[", "[[]")]  # an id's axes are a glob's character class
     return subprocess.call(argv, cwd=ROOT)
