@@ -38,6 +38,9 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
     sleep, spin = records[mul + "fault-sleep"], records[mul + "fault-spin"]
     assert spin["status"] == "TIMEOUT" and spin["load"]["worker_cores"] > 0.33 > 0.2 > sleep["load"]["worker_cores"], (
         spin["detail"], sleep["detail"])
+    # a crash's and a timeout's time is recorded as any item's: what the item cost there (the zoo's costs and timeouts
+    # per recipe read it, so a row that crashes late on one recipe is not held to a time shorter than its crash)
+    assert sleep["duration_s"] >= 10 <= spin["duration_s"] and 0 < records[mul + "fault-segfault"]["duration_s"] < 10
     assert records[mul + "fault-perturb"]["status"] == "FAIL_MISMATCH"
     assert records[mul + "fault-perturb"]["detail"].startswith("output[0]: max_abs 1 against fp64 exceeds atol")
     noise = records[mul + "fault-noise"]

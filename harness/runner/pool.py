@@ -248,7 +248,8 @@ class Pool:
         remaining = [it for it in w.group if it.id not in w.done]
         if remaining:
             victim = next((it for it in remaining if it.id == w.current), remaining[0])
-            self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash, load))
+            took = round(time.monotonic() - w.started, 3) if victim.id == w.current else None  # a crash's time is a cost
+            self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash, load, took))
             rest = [it for it in remaining if it is not victim]
             if rest:
                 queue.appendleft(rest)
@@ -259,11 +260,12 @@ class Pool:
         self.on_record(rec)
 
     def _synthetic(self, item: Item, status: Status, detail: str, pid: int, crash: Crash | None = None,
-                   load: dict[str, float] | None = None) -> Record:
+                   load: dict[str, float] | None = None, seconds: float | None = None) -> Record:
         from harness.verdict import Outcome, decide
 
         ctx = self.contexts.get(item.group) or GroupContext()
-        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control, crash=crash, load=load)
+        outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control, crash=crash, load=load,
+                          duration_s=seconds)
         return decide(item, self.recipes[item.recipe], outcome, self.cfg.run_id, self.cfg.attempt, self.cfg.control)
 
     def _remove(self, w: _Worker) -> None:
