@@ -41,7 +41,9 @@ def main() -> int:
 
     from harness.recipes import Recipe, load_recipe
     from harness.results import lowered_xpass
-    from harness.status import Status
+    from harness.status import Stage, Status
+
+    stage_names = {s.value for s in Stage}
 
     recipes: dict[str, Recipe] = {}
     cases = _Cases()
@@ -66,13 +68,13 @@ def main() -> int:
             part = r.get("partition") or {}
             delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
             rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated) or cases.source_rules(r, recipe)
-            message = own_message(r)
+            message, died_in = own_message(r), (Stage(r["died_in"]) if r.get("died_in") in stage_names else None)
             if own.is_pass:
                 now = "XPASS" if rules else own.value
             elif own is Status.LOWERED:  # lowered and serialized: a rule expecting an earlier failure no longer holds
                 now = "XPASS" if any(rule.stale_if_lowered for rule in rules) else own.value
             elif own.is_failure and own is not Status.FAIL_EXPORT and own is not Status.ERROR:
-                now = "XFAIL" if any(rule.expects(own, message) for rule in rules) else own.value
+                now = "XFAIL" if any(rule.expects(own, message, died_in) for rule in rules) else own.value
             else:
                 now = own.value
             counts[(r["recipe"], now)] += 1
@@ -81,7 +83,7 @@ def main() -> int:
                 print(f"unexpected: {now} {r['id']} {message[:160]!r}")
                 if ns.any_version and own.is_failure:
                     for rule in _elsewhere(recipe, r, delegated):
-                        if rule.expects(own, message):
+                        if rule.expects(own, message, died_in):
                             print(f"  also on {dict(rule.versions)}: {rule.match} ({rule.reason[:120]})")
     for name in sorted({n for n, _ in counts}):
         statuses = ", ".join(f"{n} {s}" for (rn, s), n in sorted(counts.items(), key=lambda kv: -kv[1]) if rn == name)

@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 from harness.cases.case import ALL_DTYPES, SHAPES, UNINITIALIZED, stable_hash
 from harness.errors import RecipeError
 from harness.providers import ProviderSpec, parse_spec
-from harness.status import Status
+from harness.status import Stage, Status
 
 if TYPE_CHECKING:
     from harness.cases.case import Item
@@ -91,6 +91,8 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 }
 TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db", "cosine")
 XFAIL_STATUSES = frozenset(s for s in Status if s.expectable)
+_DIES = frozenset({Status.CRASH, Status.TIMEOUT})  # what an xfail rule's ``stage:`` narrows
+_LOWERING = frozenset({Stage.EXPORT, Stage.QUANTIZE, Stage.LOWER, Stage.SERIALIZE})  # what a LOWERED item has passed
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class Rule:
     min_delegated_pct: float | None = None  # expect
     versions: tuple[tuple[str, str], ...] = ()  # (package, PEP 440 specifier): the rule holds only on these installs
     when: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (fact, its admitted values): only on such machines (harness.facts)
+    stage: Stage | None = None  # xfail of a CRASH or TIMEOUT: the stage it comes in (the record's ``died_in``)
 
     def applies(self, key: str, suite: str = "", delegated: bool | None = None) -> bool:
         if self.delegated_only and delegated is False:
@@ -134,21 +137,26 @@ class Rule:
 
         return all(fact(name) in values for name, values in self.when)
 
-    def expects(self, status: Status, message: str) -> bool:
-        """Whether a failure with this status and message is the one this xfail rule names."""
+    def expects(self, status: Status, message: str, died_in: Stage | None = None) -> bool:
+        """Whether a failure with this status and message is the one this xfail rule names (a CRASH or TIMEOUT, in the
+        rule's ``stage`` where it names one)."""
         if status not in self.statuses:
+            return False
+        if self.stage is not None and status in _DIES and died_in is not self.stage:
             return False
         return self.message is None or self.message.search(message) is not None
 
     @property
     def stale_if_lowered(self) -> bool:
-        """An xfail rule that expects only failures a LOWERED item has passed (``Status.found_by_lowering``): where the
-        item lowers, the rule no longer holds."""
-        return bool(self.statuses) and all(s.found_by_lowering for s in self.statuses)
+        """An xfail rule that expects only failures a LOWERED item has passed (``Status.found_by_lowering``, or a crash
+        or hang in a stage before the run): where the item lowers, the rule no longer holds."""
+        before_run = self.stage is not None and self.stage in _LOWERING
+        return bool(self.statuses) and all(s.found_by_lowering or (s in _DIES and before_run) for s in self.statuses)
 
     def describe(self) -> str:
         what = "|".join(sorted(s.value for s in self.statuses))
-        return what + (f" matching /{self.message.pattern}/" if self.message is not None else "")
+        return (what + (f" in {self.stage.value}" if self.stage is not None else "")
+                + (f" matching /{self.message.pattern}/" if self.message is not None else ""))
 
 
 @dataclass(frozen=True)
@@ -540,7 +548,7 @@ def _capabilities(raw: Any, loc: str) -> Capabilities:
 
 _RULE_KEYS = {
     "skip": {"match", "reason", "suite", "unless", "versions", "when"},
-    "xfail": {"match", "reason", "suite", "unless", "status", "message", "delegated_only", "versions", "when"},
+    "xfail": {"match", "reason", "suite", "unless", "status", "message", "stage", "delegated_only", "versions", "when"},
     "expect": {"match", "suite", "unless", "delegated_ops", "min_delegated_pct", "versions", "when"},
 }
 
@@ -570,7 +578,7 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
         if not isinstance(r.get("delegated_only", False), bool):
             raise RecipeError(f"{here}: `delegated_only` takes true or false")
         statuses: frozenset[Status] = frozenset()
-        message = None
+        message, stage = None, None
         if key == "xfail":
             statuses = _statuses(r.get("status"), here)
             if r.get("message") is not None:
@@ -578,6 +586,7 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
                     message = re.compile(str(r["message"]))
                 except re.error as exc:
                     raise RecipeError(f"{here}: xfail `message:` is not a regular expression: {exc}") from None
+            stage = _stage(r.get("stage"), statuses, here)
         ops: tuple[str, ...] = ()
         pct = None
         if key == "expect":
@@ -590,8 +599,21 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
                 raise RecipeError(f"{here}: an `expect` entry names delegated_ops, min_delegated_pct or both")
         out.append(Rule(str(r["match"]), str(r.get("reason") or ""), str(r.get("suite") or "*"), tuple(map(str, unless)),
                         bool(r.get("delegated_only", False)), statuses, message, ops, pct, _versions(r.get("versions"), here),
-                        _when(r.get("when"), here)))
+                        _when(r.get("when"), here), stage))
     return tuple(out)
+
+
+def _stage(raw: Any, statuses: frozenset[Status], here: str) -> Stage | None:
+    """An xfail rule's ``stage:``: the stage its CRASH or TIMEOUT comes in."""
+    if raw is None:
+        return None
+    names = ", ".join(s.value for s in Stage if s is not Stage.COMPARE)
+    if not isinstance(raw, str) or raw not in {s.value for s in Stage} or raw == Stage.COMPARE.value:
+        raise RecipeError(f"{here}: xfail `stage:` is one of {names}, not {raw!r}")
+    if not statuses or not statuses <= _DIES:
+        raise RecipeError(f"{here}: xfail `stage:` narrows a CRASH or TIMEOUT (the stage it comes in); the other "
+                          "statuses name their stage already")
+    return Stage(raw)
 
 
 RULE_LISTS = tuple(_RULE_KEYS)  # skip, xfail, expect

@@ -23,7 +23,8 @@ import stat
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,6 +45,7 @@ from harness.suites import is_model_kind
 from harness.verdict import ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
 
 T = TypeVar("T")
+_STAGE_WATCH: ContextVar[Callable[[Stage], None] | None] = ContextVar("bti_stage_watch", default=None)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -109,6 +111,17 @@ def _text(s: str) -> str:
     return _SURROGATE.sub("\ufffd", s)
 
 
+@contextlib.contextmanager
+def watching_stages(watch: Callable[[Stage], None]) -> Iterator[None]:
+    """Within it, ``watch(stage)`` is told each stage as it starts (the pool's worker tells its parent, so a crash or a
+    hang names the stage it died in)."""
+    token = _STAGE_WATCH.set(watch)
+    try:
+        yield
+    finally:
+        _STAGE_WATCH.reset(token)
+
+
 class StageLog:
     """Runs stages in order, timing each; the first failure (raised, or a contract fault found by
     ``check``) is recorded and stops the item with ``_Stop``."""
@@ -120,6 +133,9 @@ class StageLog:
         return next((s.seconds for s in self.done if s.stage is stage), 0.0)
 
     def __call__(self, stage: Stage, fn: Callable[[], T], check: Callable[[T], str | None] | None = None) -> T:
+        watch = _STAGE_WATCH.get()
+        if watch is not None:
+            watch(stage)
         t0 = time.perf_counter()
         mark = _stderr_mark()
         try:

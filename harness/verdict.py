@@ -109,6 +109,7 @@ class Outcome:
     detail_prefix: str = ""  # e.g. "pair b (op.x): " when one side of a pair speaks for the pair
     crash: Crash | None = None  # a dead worker's signal and what its own output said (harness.causes)
     load: Mapping[str, float] | None = None  # a TIMEOUT: what the item had of the machine (harness.env.load_note)
+    died_in: Stage | None = None  # a CRASH or TIMEOUT of the pool's: the stage its worker was in
 
 
 @dataclass
@@ -203,6 +204,9 @@ def _fill(rec: Record, o: Outcome) -> None:
         rec["crash"] = o.crash.as_dict()
     if o.load:
         rec["load"] = dict(o.load)
+    stage = _died_in(o)
+    if stage is not None:
+        rec["died_in"] = stage.value
 
 
 def decide_bundle(base: Mapping[str, Any], outcome: Outcome, expected: Mapping[str, Any] | None = None) -> Record:
@@ -259,6 +263,14 @@ def _status(recipe: Recipe | None, item: Item | None, o: Outcome) -> tuple[Statu
     return Status.PASS, "", None
 
 
+def _died_in(o: Outcome) -> Stage | None:
+    """The stage a CRASH or TIMEOUT came in: where the pool's worker was, or where a runtime provider's runner died."""
+    if o.died_in is not None:
+        return o.died_in
+    return next((s.stage for s in o.stages if s.error is not None and s.error.status in (Status.CRASH, Status.TIMEOUT)),
+                None)
+
+
 def _missing_delegation(recipe: Recipe, item: Item, part: Mapping[str, Any]) -> str:
     rule = recipe.expectation(item.group, item.case.suite)
     if rule is None or not part:
@@ -305,7 +317,7 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     message = f"{detail}\n{error.message}" if error is not None else detail
     if status.is_failure and status is not Status.ERROR:
         for rule in rules:  # any rule that names this failure holds it
-            if rule.expects(status, message):
+            if rule.expects(status, message, _died_in(o)):
                 info = {"reason": rule.reason, "expects": rule.describe(), "status": status.value}
                 return Status.XFAIL, f"{status.value}: {detail} [xfail: {rule.reason}]", info
     # building the module or its eager reference failed, and no rule expects that stage to fail: no recipe was reached

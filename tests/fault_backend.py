@@ -1,7 +1,7 @@
 """A deliberately misbehaving backend for the fault tests (ExecuTorch portable underneath).
 
 Recipe key ``options`` (this backend's own, declared through ``extra_keys``): ``fault`` (segfault |
-abort | sleep | spin | perturb | noise | raise_lower | none_output | write_inputs |
+abort | sleep | spin | perturb | noise | raise_lower | segfault_lower | none_output | write_inputs |
 hostile_lower | alloc | bad_lower | bad_serialize | chdir (changes the worker's directory to BTI_FAULT_STATE
 while lowering, as some delegates' compilers do) | write_weights (any program with weights) | flaky, wrong on each program's first
 attempt: needs ``BTI_FAULT_STATE``, a directory | scale (every float output times ``factor``: a delegate with a
@@ -47,6 +47,8 @@ class FaultBackend(ExecuTorchBackend):
             os.chdir(os.environ["BTI_FAULT_STATE"])
         if self.armed == "raise_lower":
             raise RuntimeError("fault backend: refusing to lower on purpose")
+        if self.armed == "segfault_lower":  # a compiler that dies (Vela's stack overflow)
+            os.kill(os.getpid(), signal.SIGSEGV)
         if opts.get("fault") == "write_weights":  # any program with weights: doubles them where they are shared
             import torch
 

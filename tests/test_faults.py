@@ -41,6 +41,8 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
     # a crash's and a timeout's time is recorded as any item's: what the item cost there (the zoo's costs and timeouts
     # per recipe read it, so a row that crashes late on one recipe is not held to a time shorter than its crash)
     assert sleep["duration_s"] >= 10 <= spin["duration_s"] and 0 < records[mul + "fault-segfault"]["duration_s"] < 10
+    # and the stage each died in, as its worker told the pool
+    assert [records[mul + f"fault-{r}"]["died_in"] for r in ("segfault", "abort", "sleep", "spin")] == ["run"] * 4
     assert records[mul + "fault-perturb"]["status"] == "FAIL_MISMATCH"
     assert records[mul + "fault-perturb"]["detail"].startswith("output[0]: max_abs 1 against fp64 exceeds atol")
     noise = records[mul + "fault-noise"]
@@ -51,6 +53,23 @@ def test_fault_isolation(bti, tmp_path: Path) -> None:
             assert rec["outputs"][0]["max_abs"] == 0.0
     md = (tmp_path / "summary.md").read_text()
     assert "| CRASH | worker crashed |" in md and "| TIMEOUT | timed out |" in md
+
+
+def test_a_crash_in_the_compiler_is_held_by_a_rule_naming_the_lowering_and_a_lowered_item_shows_it_stale(
+        bti, tmp_path: Path) -> None:
+    """The worker tells the pool each stage as it starts, so a CRASH names the stage it died in (``died_in``). A rule
+    that expects a crash in the lowering holds the program whose compiler dies, and is an XPASS on the programs that
+    lowered (the crash is gone there): the stale-rule scan reads those."""
+    res = bti("run", "-s", str(FIXTURES / "suites" / "tiny.yaml"), "-r", "fault-segfault-lower", "-o", str(tmp_path),
+              "--no-reuse", "--allow-unverified")
+    assert res.code == 1, res.err  # the XPASSes
+    records = {r["case"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines()[1:])}
+    crashed = records["op.mul.a"]
+    assert crashed["status"] == "XFAIL" and crashed["died_in"] == "lower" and crashed["xfail"]["status"] == "CRASH", crashed
+    assert crashed["detail"].startswith("CRASH: worker died with SIGSEGV (in "), crashed["detail"]
+    for case in ("op.add.a", "op.relu.a", "op.neg.a"):
+        assert records[case]["status"] == "XPASS" and records[case]["xfail"]["lowered"], records[case]
+        assert records[case]["detail"].startswith("expected to fail (CRASH in lower matching /SIGSEGV/: the compiler"), records[case]
 
 
 def test_a_slow_row_is_judged_within_its_own_time_and_run_twice_not_five_times(bti, tmp_path: Path) -> None:

@@ -77,6 +77,49 @@ def test_a_lowered_item_under_a_rule_that_expects_a_failure_before_the_run_is_an
     assert decide(item(), recipe(tmp_path, ""), lowered, "run")["status"] == "LOWERED"
 
 
+def test_a_crash_rule_that_names_its_stage_holds_only_there_and_goes_stale_where_the_item_lowers(tmp_path: Path) -> None:
+    """A crash in the compiler (Vela's stack overflow) and a crash in the runtime are two failures. A rule with
+    ``stage: lower`` holds a CRASH whose worker was in the lowering (the pool's ``died_in``) and not one in the run; and
+    a LOWERED item has passed the lowering, so under that rule it is an XPASS: the crash is gone (the stale-rule scan
+    sees it). A CRASH rule without a stage says nothing of a LOWERED item, as before: its crash may be the run's."""
+    rules = """xfail:
+  - {match: "op.conv2d.*", status: CRASH, stage: lower, message: "SIGSEGV", reason: "the compiler overflows its stack"}
+"""
+    crash = Outcome(fixed=Status.CRASH, fixed_detail="worker died with SIGSEGV (in vela.py:137 in process_regor)",
+                    died_in=Stage.LOWER)
+    held = decide(item(), recipe(tmp_path, rules), crash, "run")
+    assert held["status"] == "XFAIL" and held["died_in"] == "lower" and held["xfail"]["expects"] == (
+        "CRASH in lower matching /SIGSEGV/"), held
+    in_run = decide(item(), recipe(tmp_path, rules), dataclasses.replace(crash, died_in=Stage.RUN), "run")
+    assert in_run["status"] == "CRASH" and "[unexpected: the xfail rule expects CRASH in lower" in in_run["detail"]
+    unknown = decide(item(), recipe(tmp_path, rules), dataclasses.replace(crash, died_in=None), "run")
+    assert unknown["status"] == "CRASH" and "died_in" not in unknown  # a record that does not say where: not held
+    lowered = Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1), StageOutcome(Stage.LOWER, 0.1)), lowered="no FVP here")
+    stale = decide(item(), recipe(tmp_path, rules), lowered, "run")
+    assert stale["status"] == "XPASS" and stale["xfail"]["lowered"] == "no FVP here", stale
+    for stageless in ("CRASH", "[CRASH, FAIL_LOWER]"):
+        plain = f'xfail:\n  - {{match: "op.conv2d.*", status: {stageless}, reason: "r"}}\n'
+        assert decide(item(), recipe(tmp_path, plain), lowered, "run")["status"] == "LOWERED"
+        assert decide(item(), recipe(tmp_path, plain), dataclasses.replace(crash, died_in=Stage.RUN), "run")["status"] == "XFAIL"
+    in_run_rule = rules.replace("stage: lower", "stage: run")
+    assert decide(item(), recipe(tmp_path, in_run_rule), lowered, "run")["status"] == "LOWERED"  # the run never came
+    # a runtime provider's runner that died: the stage it died in is the stage that failed
+    provider = Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1), StageOutcome(Stage.RUN, 0.2, error=ErrorInfo(
+        "RunnerDied", "the runner died with SIGSEGV", status=Status.CRASH))))
+    assert decide(item(), recipe(tmp_path, in_run_rule.replace('message: "SIGSEGV", ', "")), provider, "run")["status"] == "XFAIL"
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ("{match: x, status: CRASH, stage: compile, reason: r}", "xfail `stage:` is one of export, quantize, lower, serialize, load, run, not 'compile'"),
+    ("{match: x, status: CRASH, stage: compare, reason: r}", "xfail `stage:` is one of export"),
+    ("{match: x, status: FAIL_LOWER, stage: lower, reason: r}", "xfail `stage:` narrows a CRASH or TIMEOUT"),
+    ("{match: x, status: [CRASH, FAIL_RUN], stage: run, reason: r}", "xfail `stage:` narrows a CRASH or TIMEOUT"),
+])
+def test_a_bad_xfail_stage_is_one_line(tmp_path: Path, rule: str, message: str) -> None:
+    with pytest.raises(RecipeError, match=message.replace("`", ".").replace("(", ".")):
+        recipe(tmp_path, f"xfail:\n  - {rule}\n")
+
+
 def test_xfail_holds_only_the_named_failure(tmp_path: Path) -> None:
     r = recipe(tmp_path, XFAIL)
     rec = decide(item(), r, failed(Stage.LOWER, "tuple index out of range"), "run")

@@ -35,7 +35,7 @@ from harness.env import load_note, peak_rss_mb, process_cpu_s, process_rss_mb, r
 from harness.recipes import Recipe
 from harness.results import Record
 from harness.settings import case_timeout, recipe_timeout
-from harness.status import Status
+from harness.status import Stage, Status
 from harness.verdict import GroupContext
 
 
@@ -68,7 +68,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
 
     from harness.settings import current, use
     from harness.speedups import group_gc
-    from harness.stages import execute_group
+    from harness.stages import execute_group, watching_stages
 
     torch.set_num_threads(cfg.threads)
     start_rss = rss_mb()
@@ -78,7 +78,8 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
         if msg is None:
             return
         group, context = msg
-        with group_gc(), use(current().for_case(group[0].case.spec)):  # a runtime provider gives up before the pool
+        with group_gc(), use(current().for_case(group[0].case.spec)), \
+                watching_stages(lambda stage: conn.send(("stage", stage.value))):  # a runtime provider gives up before the pool
             execute_group(
                 group, recipes, cfg.run_id,
                 on_start=lambda item_id: conn.send(("start", item_id)),
@@ -105,6 +106,7 @@ class _Worker:
     timed: Item | None = None  # the item whose timeout that is: the one started last
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
     cpu_start: float | None = None  # its CPU seconds when its current item started (a TIMEOUT says what it had)
+    stage: str = ""  # the stage its current item is in, as the worker tells (a CRASH or TIMEOUT's ``died_in``)
 
     @property
     def busy(self) -> bool:
@@ -192,8 +194,10 @@ class Pool:
         try:
             while w.conn.poll():
                 kind, payload = w.conn.recv()
-                if kind == "start":
-                    w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
+                if kind == "stage":
+                    w.stage = payload
+                elif kind == "start":
+                    w.current, w.started, w.log_offset, w.stage = payload, time.monotonic(), self._log_size(w), ""
                     w.timed = next((it for it in w.group if it.id == payload), w.group[0])
                     w.timeout = self._timeout(w.timed)
                     w.cpu_start = process_cpu_s(w.proc.pid)
@@ -249,7 +253,8 @@ class Pool:
         if remaining:
             victim = next((it for it in remaining if it.id == w.current), remaining[0])
             took = round(time.monotonic() - w.started, 3) if victim.id == w.current else None  # a crash's time is a cost
-            self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash, load, took))
+            died_in = w.stage if victim.id == w.current else ""
+            self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash, load, took, died_in))
             rest = [it for it in remaining if it is not victim]
             if rest:
                 queue.appendleft(rest)
@@ -260,12 +265,12 @@ class Pool:
         self.on_record(rec)
 
     def _synthetic(self, item: Item, status: Status, detail: str, pid: int, crash: Crash | None = None,
-                   load: dict[str, float] | None = None, seconds: float | None = None) -> Record:
+                   load: dict[str, float] | None = None, seconds: float | None = None, died_in: str = "") -> Record:
         from harness.verdict import Outcome, decide
 
         ctx = self.contexts.get(item.group) or GroupContext()
         outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control, crash=crash, load=load,
-                          duration_s=seconds)
+                          duration_s=seconds, died_in=Stage(died_in) if died_in else None)
         return decide(item, self.recipes[item.recipe], outcome, self.cfg.run_id, self.cfg.attempt, self.cfg.control)
 
     def _remove(self, w: _Worker) -> None:
