@@ -115,6 +115,21 @@ def _shared_linear_conv() -> Any:
     return _two_readers(nn.Linear(8, 4), nn.Conv2d(8, 4, 3, padding=1))
 
 
+def _qkv_unbind() -> Any:
+    """Smallest reproducer of a crash in Arm's Vela (found by bti in Swin-B and MobileViT-S on the Ethos-U55): an
+    attention's qkv split, ``unbind(0)`` of a 5-D [3, B, heads, N, D] tensor with all three parts used. Vela's regor
+    compiler overflows its stack on the U55 (SIGSEGV in process_regor); the U85 lowers it, and with a second dimension
+    of 1 (a ViT's split) or two of the three parts the U55 does too."""
+    import torch.nn as nn
+
+    class QkvUnbind(nn.Module):
+        def forward(self, x: Any) -> Any:
+            q, k, v = (x * 2).unbind(0)
+            return q + k + v
+
+    return QkvUnbind()
+
+
 def _rnn(cell: str) -> Any:
     import torch
     import torch.nn as nn
@@ -199,6 +214,8 @@ MODELS: dict[str, ModelDef] = {
                  task=None, tags=("conv", "regression")),
         ModelDef("shared_linear_conv", "_shared_linear_conv", (("B", 8, 8, 8),), {"B": 2},
                  {"B": {"min": 1, "max": 8, "run": 3}}, task=None, tags=("conv", "linear", "regression")),
+        ModelDef("qkv_unbind", "_qkv_unbind", ((3, "B", 4, 256, 36),), {"B": 4}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
+                 tags=("transformer", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
         ModelDef("gru", "_gru", (("B", 8, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("rnn",)),
         ModelDef("lstm", "_lstm", (("B", 8, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("rnn",)),
