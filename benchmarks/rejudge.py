@@ -3,8 +3,8 @@ anything (a triage checks its new xfail rules against the records that motivated
 
     .venv/bin/python benchmarks/rejudge.py out/results.jsonl
 
-Each record's own failure (an XFAIL's expected status, any other failure's status) and message go through the rules
-as ``harness.verdict._apply_xfail`` applies them: the recipe's xfail rules that list the item, else the case source's
+Each record's own failure (an XFAIL's expected status, any other failure's status), message and crash stage go through
+the rules by the verdict's own decision (``harness.verdict.held``): the recipe's xfail rules that list the item, else the case source's
 own (the zoo's known failures, OpInfo's ``expectedFailure``); a failure some rule names is XFAIL, a pass that a rule
 lists is XPASS, and so is a LOWERED item under a rule that expects only what lowering finds (a stale rule). The
 message is the record's own detail (the ``[xfail: …]``/``[unexpected: …]`` the verdict added taken off) and its error
@@ -42,6 +42,7 @@ def main() -> int:
     from harness.recipes import Recipe, load_recipe
     from harness.results import lowered_xpass
     from harness.status import Stage, Status
+    from harness.verdict import held
 
     stage_names = {s.value for s in Stage}
 
@@ -69,14 +70,7 @@ def main() -> int:
             delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
             rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated) or cases.source_rules(r, recipe)
             message, died_in = own_message(r), (Stage(r["died_in"]) if r.get("died_in") in stage_names else None)
-            if own.is_pass:
-                now = "XPASS" if rules else own.value
-            elif own is Status.LOWERED:  # lowered and serialized: a rule expecting an earlier failure no longer holds
-                now = "XPASS" if any(rule.stale_if_lowered for rule in rules) else own.value
-            elif own.is_failure and own is not Status.FAIL_EXPORT and own is not Status.ERROR:
-                now = "XFAIL" if any(rule.expects(own, message, died_in) for rule in rules) else own.value
-            else:
-                now = own.value
+            now = own.value if own is Status.FAIL_EXPORT else held(rules, own, message, died_in)[0].value
             counts[(r["recipe"], now)] += 1
             if now not in EXPECTED:
                 unexpected[r["recipe"]] += 1

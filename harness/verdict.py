@@ -308,18 +308,16 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
-    if status is Status.LOWERED:  # lowered and serialized, not run: a rule that expects a failure before the run is stale
-        stale = next((rule for rule in rules if rule.stale_if_lowered), None)
-        if stale is None:
-            return status, detail, None
-        return (Status.XPASS, f"expected to fail ({stale.describe()}: {stale.reason}) but {detail}",
-                {"reason": stale.reason, "expects": stale.describe(), "lowered": o.lowered or ""})  # not run: not cached
     message = f"{detail}\n{error.message}" if error is not None else detail
-    if status.is_failure and status is not Status.ERROR:
-        for rule in rules:  # any rule that names this failure holds it
-            if rule.expects(status, message, _died_in(o)):
-                info = {"reason": rule.reason, "expects": rule.describe(), "status": status.value}
-                return Status.XFAIL, f"{status.value}: {detail} [xfail: {rule.reason}]", info
+    judged, rule = held(rules, status, message, _died_in(o))
+    if rule is not None and judged is Status.XPASS and status is Status.LOWERED:  # a rule expecting an earlier failure
+        return (Status.XPASS, f"expected to fail ({rule.describe()}: {rule.reason}) but {detail}",
+                {"reason": rule.reason, "expects": rule.describe(), "lowered": o.lowered or ""})  # not run: not cached
+    if rule is not None and judged is Status.XFAIL:
+        info = {"reason": rule.reason, "expects": rule.describe(), "status": status.value}
+        return Status.XFAIL, f"{status.value}: {detail} [xfail: {rule.reason}]", info
+    if status is Status.LOWERED:
+        return status, detail, None
     # building the module or its eager reference failed, and no rule expects that stage to fail: no recipe was reached
     # (a rule that does name it, with a message that no longer matches, keeps its "unexpected": it is to be narrowed)
     if any(s.own and s.failed for s in o.stages) and not any(status in rule.statuses for rule in rules):
@@ -331,6 +329,23 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     if status.is_pass:
         return Status.XPASS, f"expected to fail ({rule.describe()}: {rule.reason}) but passed", info
     return status, f"{detail} [unexpected: the xfail rule expects {rule.describe()}: {rule.reason}]", info
+
+
+def held(rules: Sequence[Rule], status: Status, message: str, died_in: Stage | None = None) -> tuple[Status, Rule | None]:
+    """What the xfail rules that list an item make of its own status, and the rule that decided: XFAIL where a rule
+    names the failure (its status, message and, for a crash, stage), XPASS where the item passed or lowered under a rule
+    that expects a failure before the run (a stale rule), else the status itself (a failure no rule names stays
+    unexpected). ``benchmarks/rejudge.py`` judges recorded results by it too."""
+    if status is Status.LOWERED:  # lowered and serialized, not run: only a failure before the run is settled
+        stale = next((rule for rule in rules if rule.stale_if_lowered), None)
+        return (Status.XPASS, stale) if stale is not None else (status, None)
+    if status.is_failure and status is not Status.ERROR:
+        named = next((rule for rule in rules if rule.expects(status, message, died_in)), None)  # any that names it holds it
+        if named is not None:
+            return Status.XFAIL, named
+    if status.is_pass and rules:
+        return Status.XPASS, rules[0]
+    return status, None
 
 
 def triage(status: Status, control: Status | None, is_control: bool, owner: str | None = None) -> str | None:

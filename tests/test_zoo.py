@@ -567,6 +567,31 @@ def test_rejudge_finds_a_stale_rule_on_a_lowered_item(tmp_path: Path) -> None:
     assert "coreml: 2 unexpected (2 XPASS)" in out.stdout.splitlines(), out.stdout
 
 
+def test_rejudge_holds_a_crash_to_the_stage_its_rule_names(tmp_path: Path) -> None:
+    """Vela's crash on MobileViT-S is expected in the lowering (``stage: lower``): rejudge holds a recorded crash there
+    and not one recorded in the run, nor one whose record does not say (written before ``died_in``), as the verdict
+    does; and the row lowered on the U55 would be the rule gone stale."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def record(status: str, **more: object) -> dict[str, object]:
+        return {"id": "zoo.timm.mobilevit_s[float32,static]@arm-ethos-u55", "recipe": "arm-ethos-u55", "suite": "zoo",
+                "case": "zoo.timm.mobilevit_s", "axes": {"dtype": "float32", "shape": "static"}, "status": status, **more}
+
+    crash = "worker died with SIGSEGV (in ethosu/vela/vela.py:137 in process_regor) (worker log: w.log)"
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"kind": "header", "packages": {"executorch": "1.5.1", "ethos-u-vela": "5.2.0", "torch": "2.14.1"}},
+        record("CRASH", detail=crash, died_in="lower"), record("CRASH", detail=crash, died_in="run"),
+        record("CRASH", detail=crash), record("LOWERED", detail="lowered and serialized; not run here: no FVP")]))
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout.splitlines()[-1] == "arm-ethos-u55: 3 unexpected (2 CRASH, 1 XFAIL, 1 XPASS)", out.stdout
+
+
 @pytest.mark.parametrize("precision, last", [("bf16", "openvino: 0 unexpected (1 XFAIL)"),
                                              ("f32", "openvino: 1 unexpected (1 FAIL_MISMATCH)"),
                                              (None, "")])
