@@ -75,6 +75,10 @@ def main() -> int:
             if now not in EXPECTED:
                 unexpected[r["recipe"]] += 1
                 print(f"unexpected: {now} {r['id']} {message[:160]!r}")
+                unsaid = [rule.stage.value for rule in rules if died_in is None and rule.stage is not None
+                          and rule.expects(own, message, rule.stage)]
+                if unsaid:  # written before records said where a crash came: the rule's stage cannot be checked
+                    print(f"  the record does not say the stage it died in; the rule for a crash in {unsaid[0]} would hold it")
                 if ns.any_version and own.is_failure:
                     for rule in _elsewhere(recipe, r, delegated):
                         if rule.expects(own, message, died_in):

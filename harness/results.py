@@ -102,7 +102,7 @@ class Record(TypedDict, total=False):
     sampled_inputs: list[dict[str, Any]]  # opdiff suites' --sampled-inputs: per input set, opdiff's diff (mse, max_abs, mean_abs)
     load: dict[str, float]  # TIMEOUT: the cores the item's process used, the machine's load_5min and cores (harness.env)
     crash: dict[str, Any]  # CRASH: the signal, the fatal line of the worker's own output, its Python frames, the log (harness.causes)
-    died_in: str  # a CRASH or TIMEOUT: the stage its worker (or runtime provider's runner) was in: export … run
+    died_in: str  # a CRASH or TIMEOUT: the stage its worker (or runtime provider's runner) last began: export … compare
     seed: int
     spec_hash: str  # hash of the case spec (cache key part)
     attempt: int

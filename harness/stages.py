@@ -689,7 +689,7 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
                     blocked = (status, rec.get("detail", ""))
         if item.recipe == control_recipe:
             control = Status(rec["status"])
+        emit(rec)  # before any rebuild below: a crash there is the next item's (its module's build), not this one's
         if group.weights_written():  # that backend wrote into the shared weights: the next recipes get a fresh build
             group = Group(items[0])
         group.program_changed()  # or into the shared exported program: the next recipes export again
-        emit(rec)

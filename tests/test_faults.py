@@ -72,6 +72,52 @@ def test_a_crash_in_the_compiler_is_held_by_a_rule_naming_the_lowering_and_a_low
         assert records[case]["detail"].startswith("expected to fail (CRASH in lower matching /SIGSEGV/: the compiler"), records[case]
 
 
+CRASHY = """
+import os
+import signal
+
+from harness.cases.case import Case
+from harness.cases.contract import BaseCaseSource, Built
+
+
+class Crashy(BaseCaseSource):
+    name, description, kinds = "crashy", "a module whose build kills its process", ("crashy",)
+
+    def discover(self):
+        return [Case(id=f"model.crashy.{v}", suite=self.name, kind="crashy", spec={}, op=None, source="crashy_pkg")
+                for v in ("dies", "lives")]
+
+    def build(self, case, axes, seed):
+        import torch
+
+        if case.id.endswith("dies"):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        x = (torch.randn(2, 4, generator=torch.Generator().manual_seed(seed)),)
+        return Built(torch.nn.Linear(4, 3).eval(), x, x, None)
+"""
+
+
+def test_a_crash_while_the_module_is_built_names_the_export_stage(bti, tmp_path: Path) -> None:
+    """The group's module is built before its first item starts (once for every recipe). A crash there is the item the
+    group would have run, and its ``died_in`` is export, the stage the build is logged under; the group's other item,
+    run again in a new worker, crashes the same way, and the other case is untouched."""
+    site = tmp_path / "site"
+    (site / "crashy_pkg").mkdir(parents=True)
+    (site / "crashy_pkg" / "__init__.py").write_text(CRASHY)
+    (site / "crashy_pkg-0.1.dist-info").mkdir()
+    (site / "crashy_pkg-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: crashy-pkg\nVersion: 0.1\n")
+    (site / "crashy_pkg-0.1.dist-info" / "entry_points.txt").write_text("[bti.case_sources]\ncrashy = crashy_pkg:Crashy\n")
+    res = bti("run", "-s", "crashy", "-r", "portable", "-r", "xnnpack", "-o", str(tmp_path / "out"), "-j", "1",
+              "--no-reuse", "--no-report", env={"PYTHONPATH": f"{site}{os.pathsep}{PYTHONPATH}"}, fresh=True)
+    assert res.code == 1, res.err
+    records = {r["id"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines()[1:])}
+    for recipe in ("portable", "xnnpack"):
+        dies, lives = records[f"model.crashy.dies[float32,static]@{recipe}"], records[f"model.crashy.lives[float32,static]@{recipe}"]
+        assert dies["status"] == "CRASH" and dies["died_in"] == "export", dies
+        assert re.search(r"worker died with SIGSEGV \(in \S*crashy_pkg/__init__\.py:\d+ in build\)", dies["detail"]), dies["detail"]
+        assert lives["status"] == "PASS" and "died_in" not in lives, lives
+
+
 def test_a_slow_row_is_judged_within_its_own_time_and_run_twice_not_five_times(bti, tmp_path: Path) -> None:
     """A zoo row declares its own time (``timeout_s``, at least 600 s; BERT-large's one call takes 14 minutes on the
     portable kernels). A program slower than ``--timeout`` passes within its case's own time, in the pool and in the

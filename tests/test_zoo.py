@@ -590,6 +590,8 @@ def test_rejudge_holds_a_crash_to_the_stage_its_rule_names(tmp_path: Path) -> No
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stderr
     assert out.stdout.splitlines()[-1] == "arm-ethos-u55: 3 unexpected (2 CRASH, 1 XFAIL, 1 XPASS)", out.stdout
+    # the record from before ``died_in`` says why it is not held (once: the crash in the run gets no such line)
+    assert out.stdout.count("the record does not say the stage it died in; the rule for a crash in lower would hold it") == 1
 
 
 @pytest.mark.parametrize("precision, last", [("bf16", "openvino: 0 unexpected (1 XFAIL)"),

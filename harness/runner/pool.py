@@ -106,7 +106,7 @@ class _Worker:
     timed: Item | None = None  # the item whose timeout that is: the one started last
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
     cpu_start: float | None = None  # its CPU seconds when its current item started (a TIMEOUT says what it had)
-    stage: str = ""  # the stage its current item is in, as the worker tells (a CRASH or TIMEOUT's ``died_in``)
+    stage: str = ""  # the stage the worker last told (a CRASH or TIMEOUT's ``died_in``): cleared with each result
 
     @property
     def busy(self) -> bool:
@@ -141,7 +141,7 @@ class Pool:
                     self._spawn()
                 for w in self.workers:
                     if not w.busy and queue:
-                        w.group, w.done, w.current = queue.popleft(), set(), None
+                        w.group, w.done, w.current, w.stage = queue.popleft(), set(), None, ""
                         w.started, w.timed = time.monotonic(), w.group[0]
                         w.timeout = self._timeout(w.timed)
                         w.cpu_start = process_cpu_s(w.proc.pid)
@@ -197,13 +197,13 @@ class Pool:
                 if kind == "stage":
                     w.stage = payload
                 elif kind == "start":
-                    w.current, w.started, w.log_offset, w.stage = payload, time.monotonic(), self._log_size(w), ""
+                    w.current, w.started, w.log_offset = payload, time.monotonic(), self._log_size(w)
                     w.timed = next((it for it in w.group if it.id == payload), w.group[0])
                     w.timeout = self._timeout(w.timed)
                     w.cpu_start = process_cpu_s(w.proc.pid)
                 elif kind == "result":
                     w.done.add(payload["id"])
-                    w.current = None
+                    w.current, w.stage = None, ""
                     self._emit(payload)
                 elif kind == "idle":
                     self.stats.append({"pid": w.proc.pid, **payload})
@@ -253,7 +253,8 @@ class Pool:
         if remaining:
             victim = next((it for it in remaining if it.id == w.current), remaining[0])
             took = round(time.monotonic() - w.started, 3) if victim.id == w.current else None  # a crash's time is a cost
-            died_in = w.stage if victim.id == w.current else ""
+            # the stage it was in; before its item started, the group's module build for it (logged as export)
+            died_in = w.stage if victim.id == w.current or w.current is None else ""
             self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash, load, took, died_in))
             rest = [it for it in remaining if it is not victim]
             if rest:
