@@ -205,6 +205,22 @@ def test_a_crash_reproduces_as_a_crash(run: Path) -> None:
     assert "Fatal Python error: Aborted" in proc.stderr  # faulthandler names where
 
 
+def test_a_crash_script_knows_the_stage_the_worker_died_in_and_says_when_that_stage_passes(run: Path) -> None:
+    """The record's ``died_in`` is the script's expected stage: a crash recorded in the run that does not come there (a
+    fixed runtime, or, as here, the expectation moved to the quantize stage before it) is NOT REPRODUCED once that
+    stage passes, rather than a run to the end (or, for a program bti only lowered, NOT RUN). On executorch 1.4.1 the
+    script of Vela's crash on `model.qkv_unbind` ends so: the U55 lowers it there."""
+    assert _records(run)[CRASH]["died_in"] == "run"
+    script = _script(run, CRASH, "crash-stage.py")
+    text = script.read_text()
+    assert "EXPECTED = {'status': 'CRASH', 'stage': 'run', 'type': 'CRASH', " in text
+    script.write_text(text.replace("'stage': 'run', 'type': 'CRASH'", "'stage': 'quantize', 'type': 'CRASH'", 1))
+    proc = _run_warm(script)
+    assert proc.returncode == 0, (proc.stdout[-1000:], proc.stderr[-2000:])
+    assert proc.stdout.rstrip().endswith("[quantize] ok\nNOT REPRODUCED: bti's worker died in the quantize stage; here it passed")
+    assert "[lower] ..." not in proc.stdout
+
+
 def test_bti_run_writes_the_first_failures_scripts_one_per_root_cause(run: Path) -> None:
     from harness.repro import script_name
 
