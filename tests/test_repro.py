@@ -205,6 +205,18 @@ def test_a_crash_reproduces_as_a_crash(run: Path) -> None:
     assert "Fatal Python error: Aborted" in proc.stderr  # faulthandler names where
 
 
+def test_a_crash_s_expected_stage_is_taken_only_from_a_known_stage_name() -> None:
+    """``died_in`` is text from the results (a fork's code wrote them): only a stage's name becomes the expectation."""
+    from harness.repro import _expected
+
+    def stage(died_in: object) -> str:
+        return _expected({"status": "CRASH", "died_in": died_in, "error": {"type": "CRASH"}})["stage"]
+
+    assert [stage(v) for v in ("lower", "compare", "export")] == ["lower", "compare", "export"]
+    assert [stage(v) for v in ("run\nx", "Lower", ["run"], None, "")] == [""] * 5
+    assert _expected({"status": "FAIL_LOWER", "died_in": "run"})["stage"] == "lower"  # a stage's failure names its own
+
+
 def test_a_crash_script_knows_the_stage_the_worker_died_in_and_says_when_that_stage_passes(run: Path) -> None:
     """The record's ``died_in`` is the script's expected stage: a crash recorded in the run that does not come there (a
     fixed runtime, or, as here, the expectation moved to the quantize stage before it) is NOT REPRODUCED once that
