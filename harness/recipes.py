@@ -91,7 +91,6 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 }
 TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db", "cosine")
 XFAIL_STATUSES = frozenset(s for s in Status if s.expectable)
-_DIES = frozenset({Status.CRASH, Status.TIMEOUT})  # what an xfail rule's ``stage:`` narrows
 _LOWERING = frozenset({Stage.EXPORT, Stage.QUANTIZE, Stage.LOWER, Stage.SERIALIZE})  # what a LOWERED item has passed
 
 
@@ -142,7 +141,7 @@ class Rule:
         rule's ``stage`` where it names one)."""
         if status not in self.statuses:
             return False
-        if self.stage is not None and status in _DIES and died_in is not self.stage:
+        if self.stage is not None and status.died and died_in is not self.stage:
             return False
         return self.message is None or self.message.search(message) is not None
 
@@ -151,7 +150,7 @@ class Rule:
         """An xfail rule that expects only failures a LOWERED item has passed (``Status.found_by_lowering``, or a crash
         or hang in a stage before the run): where the item lowers, the rule no longer holds."""
         before_run = self.stage is not None and self.stage in _LOWERING
-        return bool(self.statuses) and all(s.found_by_lowering or (s in _DIES and before_run) for s in self.statuses)
+        return bool(self.statuses) and all(s.found_by_lowering or (s.died and before_run) for s in self.statuses)
 
     def describe(self) -> str:
         what = "|".join(sorted(s.value for s in self.statuses))
@@ -610,7 +609,7 @@ def _stage(raw: Any, statuses: frozenset[Status], here: str) -> Stage | None:
     names = ", ".join(s.value for s in Stage)
     if not isinstance(raw, str) or raw not in {s.value for s in Stage}:
         raise RecipeError(f"{here}: xfail `stage:` is one of {names}, not {raw!r}")
-    if not statuses or not statuses <= _DIES:
+    if not statuses or not all(s.died for s in statuses):
         raise RecipeError(f"{here}: xfail `stage:` narrows a CRASH or TIMEOUT (the stage it comes in); the other "
                           "statuses name their stage already")
     return Stage(raw)

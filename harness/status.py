@@ -82,6 +82,12 @@ class Status(StrEnum):
         return (self in _BEFORE_RUN and self is not Status.FAIL_LOAD) or self is Status.FAIL_DELEGATION
 
     @property
+    def died(self) -> bool:
+        """The worker died or hung (CRASH, TIMEOUT): a failure with no stage of its own, so the record says the stage it
+        came in (``died_in``) and an xfail rule may name it (``stage:``)."""
+        return self in (Status.CRASH, Status.TIMEOUT)
+
+    @property
     def is_verdict(self) -> bool:
         """An answer about the program itself, stable enough to cache and to triage by: not a crash, a hang, a bti
         error or a flake. LOWERED is none either: its program was never run, and runs where the runtime appears."""

@@ -267,7 +267,7 @@ def _died_in(o: Outcome) -> Stage | None:
     """The stage a CRASH or TIMEOUT came in: where the pool's worker was, or where a runtime provider's runner died."""
     if o.died_in is not None:
         return o.died_in
-    return next((s.stage for s in o.stages if s.error is not None and s.error.status in (Status.CRASH, Status.TIMEOUT)),
+    return next((s.stage for s in o.stages if s.error is not None and s.error.status is not None and s.error.status.died),
                 None)
 
 
