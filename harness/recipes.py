@@ -91,7 +91,6 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 }
 TOLERANCE_KEYS = ("atol", "rtol", "sqnr_db", "cosine")
 XFAIL_STATUSES = frozenset(s for s in Status if s.expectable)
-_LOWERING = frozenset({Stage.EXPORT, Stage.QUANTIZE, Stage.LOWER, Stage.SERIALIZE})  # what a LOWERED item has passed
 
 
 @dataclass(frozen=True)
@@ -149,7 +148,7 @@ class Rule:
     def stale_if_lowered(self) -> bool:
         """An xfail rule that expects only failures a LOWERED item has passed (``Status.found_by_lowering``, or a crash
         or hang in a stage before the run): where the item lowers, the rule no longer holds."""
-        before_run = self.stage is not None and self.stage in _LOWERING
+        before_run = self.stage is not None and self.stage.failure.found_by_lowering  # a stage a LOWERED item has passed
         return bool(self.statuses) and all(s.found_by_lowering or (s.died and before_run) for s in self.statuses)
 
     def describe(self) -> str:

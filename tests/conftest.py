@@ -122,3 +122,11 @@ def inproc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
         return SimpleNamespace(code=code, out=out.out, err=out.err)
 
     return call
+
+
+def bad_recipe(inproc, tmp_path: Path, body: str, message: str) -> None:
+    """A recipe file with ``body`` after its name and backend: `bti validate` refuses it in one line, exit 2."""
+    path = tmp_path / "r.yaml"
+    path.write_text(f"name: r\nbackend: executorch\n{body}\n")
+    res = inproc("validate", str(path))
+    assert res.code == 2 and message in res.err and len(res.err.strip().splitlines()) == 1, res.err

@@ -14,6 +14,8 @@ from types import SimpleNamespace
 import pytest
 from junitparser import JUnitXml, Skipped
 
+from .conftest import bad_recipe
+
 pytestmark = pytest.mark.slow
 tosa = pytest.importorskip("tosa_reference_model", reason="the arm extra (tosa-tools) is not installed")
 
@@ -170,11 +172,7 @@ def test_run_requires_decides_between_lowered_and_a_real_run(bti, tmp_path: Path
     ("requires: {note: why}", "`requires` takes env, executables, modules, platforms, runtime_backends"),
 ])
 def test_bad_run_requires_is_one_line_and_exit_2(inproc, tmp_path: Path, body: str, message: str) -> None:
-    path = tmp_path / "r.yaml"
-    path.write_text(f"name: r\nbackend: executorch\n{body}\n")
-    res = inproc("validate", str(path))
-    assert res.code == 2
-    assert message in res.err and len(res.err.strip().splitlines()) == 1, res.err
+    bad_recipe(inproc, tmp_path, body, message)
 
 
 def test_the_arm_extra_installs_cleanly_beside_the_others() -> None:

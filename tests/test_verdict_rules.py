@@ -15,7 +15,7 @@ from harness.recipes import parse_recipe
 from harness.status import Stage, Status
 from harness.verdict import Comparison, ErrorInfo, Outcome, StageOutcome, decide, settle_attempts, triage
 
-from .conftest import TESTS
+from .conftest import TESTS, bad_recipe
 
 OP_SPEC = {"args": [{"tensor": {"shape": ["N", "C", "H", "W"]}}]}
 
@@ -118,10 +118,7 @@ def test_a_crash_rule_that_names_its_stage_holds_only_there_and_goes_stale_where
     ("{match: x, status: [CRASH, FAIL_RUN], stage: run, reason: r}", "xfail `stage:` narrows a CRASH or TIMEOUT"),
 ])
 def test_a_bad_xfail_stage_is_one_line_and_exit_2(inproc, tmp_path: Path, rule: str, message: str) -> None:
-    path = tmp_path / "r.yaml"
-    path.write_text(f"name: r\nbackend: executorch\nxfail:\n  - {rule}\n")
-    res = inproc("validate", str(path))
-    assert res.code == 2 and message in res.err and len(res.err.strip().splitlines()) == 1, res.err
+    bad_recipe(inproc, tmp_path, f"xfail:\n  - {rule}", message)
 
 
 def test_xfail_holds_only_the_named_failure(tmp_path: Path) -> None:

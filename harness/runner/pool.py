@@ -79,7 +79,7 @@ def _worker_main(conn: Connection, recipes: dict[str, Recipe], cfg: PoolConfig) 
             return
         group, context = msg
         with group_gc(), use(current().for_case(group[0].case.spec)), \
-                watching_stages(lambda stage: conn.send(("stage", stage.value))):  # a runtime provider gives up before the pool
+                watching_stages(lambda stage: conn.send(("stage", stage))):  # a runtime provider gives up before the pool
             execute_group(
                 group, recipes, cfg.run_id,
                 on_start=lambda item_id: conn.send(("start", item_id)),
@@ -106,7 +106,7 @@ class _Worker:
     timed: Item | None = None  # the item whose timeout that is: the one started last
     log_offset: int = 0  # the size of its log when its current item started: what it wrote since is that item's
     cpu_start: float | None = None  # its CPU seconds when its current item started (a TIMEOUT says what it had)
-    stage: str = ""  # the stage the worker last told (a CRASH or TIMEOUT's ``died_in``): cleared with each result
+    stage: Stage | None = None  # the stage the worker last told (a CRASH or TIMEOUT's ``died_in``): cleared with each result
 
     @property
     def busy(self) -> bool:
@@ -141,7 +141,7 @@ class Pool:
                     self._spawn()
                 for w in self.workers:
                     if not w.busy and queue:
-                        w.group, w.done, w.current, w.stage = queue.popleft(), set(), None, ""
+                        w.group, w.done, w.current, w.stage = queue.popleft(), set(), None, None
                         w.started, w.timed = time.monotonic(), w.group[0]
                         w.timeout = self._timeout(w.timed)
                         w.cpu_start = process_cpu_s(w.proc.pid)
@@ -203,7 +203,7 @@ class Pool:
                     w.cpu_start = process_cpu_s(w.proc.pid)
                 elif kind == "result":
                     w.done.add(payload["id"])
-                    w.current, w.stage = None, ""
+                    w.current, w.stage = None, None
                     self._emit(payload)
                 elif kind == "idle":
                     self.stats.append({"pid": w.proc.pid, **payload})
@@ -254,7 +254,7 @@ class Pool:
             victim = next((it for it in remaining if it.id == w.current), remaining[0])
             took = round(time.monotonic() - w.started, 3) if victim.id == w.current else None  # a crash's time is a cost
             # the stage it was in; before its item started, the group's module build for it (logged as export)
-            died_in = w.stage if victim.id == w.current or w.current is None else ""
+            died_in = w.stage if victim.id == w.current or w.current is None else None
             self._emit(self._synthetic(victim, status, detail, w.proc.pid, crash, load, took, died_in))
             rest = [it for it in remaining if it is not victim]
             if rest:
@@ -266,12 +266,12 @@ class Pool:
         self.on_record(rec)
 
     def _synthetic(self, item: Item, status: Status, detail: str, pid: int, crash: Crash | None = None,
-                   load: dict[str, float] | None = None, seconds: float | None = None, died_in: str = "") -> Record:
+                   load: dict[str, float] | None = None, seconds: float | None = None, died_in: Stage | None = None) -> Record:
         from harness.verdict import Outcome, decide
 
         ctx = self.contexts.get(item.group) or GroupContext()
         outcome = Outcome(fixed=status, fixed_detail=detail, worker_pid=pid, control=ctx.control, crash=crash, load=load,
-                          duration_s=seconds, died_in=Stage(died_in) if died_in else None)
+                          duration_s=seconds, died_in=died_in)
         return decide(item, self.recipes[item.recipe], outcome, self.cfg.run_id, self.cfg.attempt, self.cfg.control)
 
     def _remove(self, w: _Worker) -> None:
