@@ -34,9 +34,9 @@ from typing import Any
 from harness.cases.contract import REPRO_ON_REQUEST
 from harness.errors import UserError, first_line
 from harness.judge import REL_FLOOR
+from harness.status import Stage
 
-STAGE_OF = {"FAIL_EXPORT": "export", "FAIL_QUANTIZE": "quantize", "FAIL_LOWER": "lower", "FAIL_SERIALIZE": "serialize",
-            "FAIL_LOAD": "load", "FAIL_RUN": "run", "FAIL_MISMATCH": "compare"}
+STAGE_OF = {stage.failure.value: stage.value for stage in Stage}  # FAIL_LOWER -> lower: a record's text, both sides
 REPRODUCIBLE = (*STAGE_OF, "CRASH")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")  # no line of the results' text may end the comment it is in
