@@ -130,6 +130,27 @@ def _qkv_unbind() -> Any:
     return QkvUnbind()
 
 
+def _latent_query() -> Any:
+    """Smallest reproducer of an Arm quantizer failure (found by bti in timm's SigLIP, whose attention pool has a
+    learned latent query, and akin to GPT-2's Conv1D bias): a Parameter as scaled_dot_product_attention's query. The Arm
+    quantizer's transform_for_annotation decomposes the attention, which scales the query by mul.Scalar, and
+    ReplaceScalarWithTensorByProfilePass calls ``.to_tensor()`` on that mul's first argument: the Parameter itself, not
+    a traced value (AttributeError)."""
+    import torch
+    import torch.nn as nn
+
+    class LatentQuery(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.latent = nn.Parameter(torch.randn(1, 1, 1, 64))
+
+        def forward(self, x: Any) -> Any:
+            k = x.unsqueeze(1)  # [B, 1 head, N, 64]
+            return torch.nn.functional.scaled_dot_product_attention(self.latent, k, k)
+
+    return LatentQuery()
+
+
 def _rnn(cell: str) -> Any:
     import torch
     import torch.nn as nn
@@ -215,6 +236,8 @@ MODELS: dict[str, ModelDef] = {
         ModelDef("shared_linear_conv", "_shared_linear_conv", (("B", 8, 8, 8),), {"B": 2},
                  {"B": {"min": 1, "max": 8, "run": 3}}, task=None, tags=("conv", "linear", "regression")),
         ModelDef("qkv_unbind", "_qkv_unbind", ((3, "B", 4, 256, 36),), {"B": 4}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
+                 tags=("transformer", "regression")),
+        ModelDef("latent_query", "_latent_query", (("B", 16, 64),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
         ModelDef("gru", "_gru", (("B", 8, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, tags=("rnn",)),
