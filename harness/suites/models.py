@@ -151,6 +151,23 @@ def _latent_query() -> Any:
     return LatentQuery()
 
 
+def _finfo_mask() -> Any:
+    """Smallest reproducer of an Arm lowering failure (found by bti in LayoutLM's two zoo rows): an additive attention
+    mask built as BERT-era models build it, ``(1.0 - mask) * torch.finfo(torch.float32).min`` from a mask of ones, and
+    added to the scores. The Arm int8 quantizer gives the -3.4e38 constant an int8 scale of about 1.3e36, and the mul's
+    TOSA RESCALE then needs a ratio of scales no 32-bit multiplier with a shift in [2, 62] can express: the lowering
+    asserts (op_tosa_rescale.py)."""
+    import torch
+    import torch.nn as nn
+
+    class FinfoMask(nn.Module):
+        def forward(self, x: Any) -> Any:
+            mask = torch.ones(x.shape[0], x.shape[-1])
+            return x + (1.0 - mask[:, None, :]) * torch.finfo(torch.float32).min
+
+    return FinfoMask()
+
+
 def _rnn(cell: str) -> Any:
     import torch
     import torch.nn as nn
@@ -236,6 +253,8 @@ MODELS: dict[str, ModelDef] = {
         ModelDef("shared_linear_conv", "_shared_linear_conv", (("B", 8, 8, 8),), {"B": 2},
                  {"B": {"min": 1, "max": 8, "run": 3}}, task=None, tags=("conv", "linear", "regression")),
         ModelDef("qkv_unbind", "_qkv_unbind", ((3, "B", 4, 256, 36),), {"B": 4}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
+                 tags=("transformer", "regression")),
+        ModelDef("finfo_mask", "_finfo_mask", (("B", 4, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
         ModelDef("latent_query", "_latent_query", (("B", 16, 64),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
