@@ -168,6 +168,25 @@ def _finfo_mask() -> Any:
     return FinfoMask()
 
 
+def _pad_conv() -> Any:
+    """Smallest reproducer of an XNNPACK failure under dynamic int8 (found by bti in the zoo's TF EfficientNet-B0,
+    whose "same" convolutions pad first, and the NFNets and Visformer): a constant pad, then a 3x3 convolution. The
+    delegate's first call fails at reshape ("Propagating input shapes failed with code: xnn_status_invalid_parameter")
+    with any padding; the convolution alone runs."""
+    import torch
+    import torch.nn as nn
+
+    class PadConv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+
+        def forward(self, x: Any) -> Any:
+            return self.conv(torch.nn.functional.pad(x, (1, 1, 1, 1)))
+
+    return PadConv()
+
+
 def _rnn(cell: str) -> Any:
     import torch
     import torch.nn as nn
@@ -256,6 +275,8 @@ MODELS: dict[str, ModelDef] = {
                  tags=("transformer", "regression")),
         ModelDef("finfo_mask", "_finfo_mask", (("B", 4, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
+        ModelDef("pad_conv", "_pad_conv", (("B", 3, 16, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
+                 tags=("conv", "regression")),
         ModelDef("latent_query", "_latent_query", (("B", 16, 64),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
