@@ -169,10 +169,11 @@ def _finfo_mask() -> Any:
 
 
 def _pad_conv() -> Any:
-    """Smallest reproducer of an XNNPACK failure under dynamic int8 (found by bti in the zoo's TF EfficientNet-B0,
-    whose "same" convolutions pad first, and the NFNets and Visformer): a constant pad, then a 3x3 convolution. The
-    delegate's first call fails at reshape ("Propagating input shapes failed with code: xnn_status_invalid_parameter")
-    with any padding; the convolution alone runs."""
+    """Smallest reproducer of an XNNPACK failure under dynamic int8 (found by bti in the zoo's TF EfficientNet-B0, whose
+    "same" convolutions pad first, as NFNet-F0's and Hugging Face MobileNetV2's do): a constant pad, then a 3x3
+    convolution. On executorch 1.5.1 the delegate's first call fails at reshape ("Propagating input shapes failed with
+    code: xnn_status_invalid_parameter"), with symmetric or asymmetric padding; on 1.4.1 the program runs with the
+    height padding lost. The convolution alone runs."""
     import torch
     import torch.nn as nn
 
@@ -185,6 +186,22 @@ def _pad_conv() -> Any:
             return self.conv(torch.nn.functional.pad(x, (1, 1, 1, 1)))
 
     return PadConv()
+
+
+def _permute_conv() -> Any:
+    """``model.pad_conv``'s kin (found by bti in the zoo's Visformer, whose attention output is permuted and reshaped
+    into a 1x1 projection): a permute, then a 1x1 convolution, under XNNPACK's dynamic int8."""
+    import torch.nn as nn
+
+    class PermuteConv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(16, 8, 1)
+
+        def forward(self, x: Any) -> Any:
+            return self.conv(x.permute(0, 1, 3, 2))
+
+    return PermuteConv()
 
 
 def _rnn(cell: str) -> Any:
@@ -277,6 +294,8 @@ MODELS: dict[str, ModelDef] = {
                  tags=("transformer", "regression")),
         ModelDef("pad_conv", "_pad_conv", (("B", 3, 16, 16),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("conv", "regression")),
+        ModelDef("permute_conv", "_permute_conv", (("B", 16, 8, 12),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}},
+                 task=None, tags=("conv", "regression")),
         ModelDef("latent_query", "_latent_query", (("B", 16, 64),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
