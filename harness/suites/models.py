@@ -162,7 +162,7 @@ def _finfo_mask() -> Any:
 
     class FinfoMask(nn.Module):
         def forward(self, x: Any) -> Any:
-            mask = torch.ones(x.shape[0], x.shape[-1])
+            mask = torch.ones(x.shape[0], x.shape[-1], device=x.device)  # on the input's device, as LayoutLM's
             return x + (1.0 - mask[:, None, :]) * torch.finfo(torch.float32).min
 
     return FinfoMask()
