@@ -1,7 +1,7 @@
 """Closed sets: work-item status and pipeline stage.
 
 No code compares status strings, and nothing outside this module lists statuses: use the predicates
-(``is_pass``, ``is_failure``, ``did_not_run``, ``is_infra``) and the display ``group`` on the members.
+(``is_pass``, ``is_failure``, ``did_not_run``, ``died``) and the display ``group`` on the members.
 
 Policy: FLAKY (an item whose attempts under ``--rerun-failures`` disagree) fails the run, like any
 other failure: a backend whose answer changes between runs of the same program has a bug. It is
@@ -83,8 +83,9 @@ class Status(StrEnum):
 
     @property
     def died(self) -> bool:
-        """The worker died or hung (CRASH, TIMEOUT): a failure with no stage of its own, so the record says the stage it
-        came in (``died_in``) and an xfail rule may name it (``stage:``)."""
+        """The process died or hung (CRASH, TIMEOUT): the item's own code may be fine (triage: infra, unless it
+        repeats), and the failure has no stage of its own, so the record says the stage it came in (``died_in``) and an
+        xfail rule may name it (``stage:``)."""
         return self in (Status.CRASH, Status.TIMEOUT)
 
     @property
@@ -117,12 +118,6 @@ class Status(StrEnum):
         if self is Status.LOWERED:
             return Group.LOWERED
         return Group.SKIPPED
-
-    @property
-    def is_infra(self) -> bool:
-        """The process died or hung: the item's own code may be fine (triage: infra, unless it repeats)."""
-        return self in (Status.CRASH, Status.TIMEOUT)
-
 
 
 class Group(StrEnum):

@@ -362,7 +362,7 @@ def triage(status: Status, control: Status | None, is_control: bool, owner: str 
         return "flake"
     if status is Status.CRASH and owner == "backend":  # a crash the runtime explained, or the same on every attempt
         return "upstream" if is_control or control is Status.CRASH else "backend"
-    if status.is_infra or status is Status.ERROR:
+    if status.died or status is Status.ERROR:
         return "infra"
     if status is Status.FAIL_EXPORT or is_control:
         return "upstream"
