@@ -28,8 +28,9 @@ recipe's or a pair's outputs, where they are the reference, are held to the reci
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -453,6 +454,67 @@ class QuantizedReference:
     outputs: tuple[Any, ...] = ()
     scales: tuple[float | None, ...] = ()
     error: str = ""
+    # per output, the lowest SQNR (dB) of the program against itself when its float inputs move by one step of their
+    # dtype (``SENSITIVITY_DRAWS`` seeded draws; ``perturbed_inputs``): how far a kernel that only rounds in another
+    # order can land from it. Measured for a model's outputs; empty where not measured
+    sensitivity_db: tuple[float | None, ...] = ()
+
+
+SENSITIVITY_DRAWS = 3
+
+
+def perturbed_inputs(inputs: Sequence[Any], draw: int) -> tuple[Any, ...] | None:
+    """``inputs`` with each floating-point tensor times ``1 + eps * N(0, 1)``, ``eps`` its dtype's step at 1 (one
+    float32 step: 1.2e-7), from seed ``draw``; None where no input is floating point (token ids: nothing to move)."""
+    import torch
+
+    if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in inputs):
+        return None
+    gen = torch.Generator().manual_seed(draw)
+
+    def move(v: Any) -> Any:
+        if not (isinstance(v, torch.Tensor) and v.is_floating_point()):
+            return v.clone() if isinstance(v, torch.Tensor) else v
+        noise = torch.randn(v.shape, generator=gen, dtype=torch.float64)
+        return (v.double() * (1.0 + torch.finfo(v.dtype).eps * noise)).to(v.dtype).to(v.device)
+
+    return tuple(move(v) for v in inputs)
+
+
+def with_sensitivity(qref: QuantizedReference, run: Callable[[tuple[Any, ...]], QuantizedReference],
+                     inputs: Sequence[Any]) -> QuantizedReference:
+    """``qref`` with its ``sensitivity_db``: ``run`` (what gave it) again on ``SENSITIVITY_DRAWS`` perturbed copies of
+    ``inputs``. Unmeasured (``qref`` as it is) where it has no outputs, no input is floating point, or a draw fails."""
+    if qref.error:
+        return qref
+    draws = []
+    for draw in range(SENSITIVITY_DRAWS):
+        moved = perturbed_inputs(inputs, draw)
+        if moved is None:
+            return qref
+        try:
+            again = run(moved)
+        except Exception:  # a figure for the triager, never a verdict: the record keeps the reference it has
+            return qref
+        if again.error:
+            return qref
+        draws.append(again.outputs)
+    return dataclasses.replace(qref, sensitivity_db=sensitivity(qref.outputs, draws))
+
+
+def sensitivity(base: Sequence[Any], draws: Sequence[Sequence[Any]]) -> tuple[float | None, ...]:
+    """Per output of ``base``, the lowest SQNR of the ``draws`` (the program's outputs on perturbed inputs) against
+    it; None for an output that is not floating point or that a draw does not give in the same shape."""
+    lowest: list[float | None] = []
+    for i, b in enumerate(base):
+        ref = to_numpy(b)
+        if not _is_float(ref):
+            lowest.append(None)
+            continue
+        values = [output_stats(to_numpy(d[i]), ref)["sqnr_db"] for d in draws
+                  if i < len(d) and getattr(d[i], "shape", None) == getattr(b, "shape", None)]
+        lowest.append(min(values) if len(values) == len(draws) and values else None)
+    return tuple(lowest)
 
 
 _DEQUANTIZE = ("dequantize_per_tensor", "dequantize_per_channel", "dequantize_affine")
@@ -795,6 +857,11 @@ def _judge_quantized(got: _Outputs, fp32: list[NDArray[Any]], tol: dict[str, Any
             figures["sqnr_db"] = output_stats(o, r)["sqnr_db"]
             apart = _apart(path, figures, tol)
             problem = f"{problem}; and {apart.removeprefix(path + ': ')}" if problem and apart else problem or apart
+            moved = q.sensitivity_db[i] if i < len(q.sensitivity_db) else None
+            if moved is not None:
+                figures["program_self_sqnr_db"] = moved
+                if problem:  # a figure for the triager: the verdict stays the element bound's
+                    problem += f" (the program itself, its inputs moved one float step: {_db(moved)} from its own output, the lowest of {SENSITIVITY_DRAWS} draws)"
         else:
             problem, figures = _check(path, o, r, {}, {"atol": 0.0, "rtol": 0.0}), {}
         entry["quantized"] = figures
@@ -834,6 +901,10 @@ def _apart(path: str, figures: Mapping[str, Any], tol: Mapping[str, Any]) -> str
         return None
     return (f"{path}: SQNR {sqnr_db:.2f} dB against the quantized program < floor {float(floor):g} dB (a model): the "
             f"delegate's output is not its program's")
+
+
+def _db(value: float) -> str:
+    return "unchanged" if value == math.inf else f"{value:.1f} dB"
 
 
 def floors_only(tol: Mapping[str, Any]) -> dict[str, Any]:

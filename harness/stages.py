@@ -432,7 +432,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     try:
         built = group.fresh_built()
         judged = refs is None or not refs.recipe.startswith("pair:")  # a baseline's items keep their quantized program
-        ep, qref = _quantize(backend, recipe, group, built, stage, judged)
+        ep, qref = _quantize(backend, recipe, group, built, stage, judged, is_model_kind(item.case.kind))
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
         if stats is not None:
             facts["partition"] = stats
@@ -495,26 +495,35 @@ def _judged(*args: Any) -> Comparison:
 
 
 def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage: StageLog,
-              judged: bool) -> tuple[Any, QuantizedReference | None]:
+              judged: bool, model: bool) -> tuple[Any, QuantizedReference | None]:
     """The quantize stage, where the recipe quantizes: the program to lower, and (when it is ``judged`` against its own
-    reference, not a pair's other side) the quantized program's outputs, run before lowering, which may consume the program."""
+    reference, not a pair's other side) the quantized program's outputs, run before lowering, which may consume the
+    program; for a ``model``, with its sensitivity (``QuantizedReference.sensitivity_db``)."""
     if not (recipe.quantized and Stage.QUANTIZE in backend.stages):
         return group.ep, None
     ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, group.ep, built))
-    return ep, (_quantized_reference(backend, recipe, ep, group) if judged else None)
+    return ep, (_quantized_reference(backend, recipe, ep, group, model) if judged else None)
 
 
-def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group: Group) -> QuantizedReference:
+def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group: Group,
+                         model: bool = False) -> QuantizedReference:
     """The quantized program run in eager PyTorch on the item's inputs (the backend's hook); its own failure is
     said in the record, and the judge falls back to fp32."""
-    return _reference_or_error(lambda inputs: backend.quantized_reference(recipe, quantized, inputs), group)
+    return _reference_or_error(lambda inputs: backend.quantized_reference(recipe, quantized, inputs), group, model)
 
 
-def _reference_or_error(run: Callable[[tuple[Any, ...]], QuantizedReference], group: Group) -> QuantizedReference:
+def _reference_or_error(run: Callable[[tuple[Any, ...]], QuantizedReference], group: Group,
+                        model: bool = False) -> QuantizedReference:
+    """``run`` on the item's inputs; for a ``model``, with its sensitivity (``harness.judge.with_sensitivity``)."""
     try:
-        return run(clone_inputs(group.built.run))
+        qref = run(clone_inputs(group.built.run))
     except Exception as exc:
         return QuantizedReference(error=f"{type(exc).__name__}: {first_line(str(exc))[:200]}")
+    if not model:
+        return qref
+    from harness.judge import with_sensitivity
+
+    return with_sensitivity(qref, run, group.built.run)
 
 
 def _kept_reference(qref: QuantizedReference | None, stats: dict[str, Any], quantized: Any,
@@ -525,7 +534,7 @@ def _kept_reference(qref: QuantizedReference | None, stats: dict[str, Any], quan
         return qref
     from harness.judge import quantized_reference
 
-    return _reference_or_error(lambda inputs: quantized_reference(quantized, inputs), group)
+    return _reference_or_error(lambda inputs: quantized_reference(quantized, inputs), group, bool(qref.sensitivity_db))
 
 
 def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Comparison, outs: list[Any],

@@ -80,6 +80,8 @@ def test_quantized_recipe_and_model(bti, tmp_path: Path) -> None:
         atol = 1e-5 if "dynamic" in rec["recipe"] else 1e-3  # the dynamic recipe's per-row reference is XNNPACK's own
         assert rec["outputs"][0]["quantized"]["max_abs"] <= atol  # a two-layer MLP stays within an op's own bound
         assert rec["outputs"][0]["quantized"]["gain_along"] == "fp32"  # a model's gain, measured along eager fp32
+        moved = rec["outputs"][0]["quantized"]["program_self_sqnr_db"]  # measured for a model (judge.with_sensitivity)
+        assert moved == "inf" or float(moved) > 20.0, moved  # a two-layer MLP barely moves under a one-step perturbation
         assert rec["accuracy"]["top1_agreement"] >= 0.5
         assert rec["accuracy"]["deterministic"] is True  # an ExecuTorch program runs twice too (through execute)
         assert rec["partition"]["delegated_pct"] > 50

@@ -279,6 +279,55 @@ def test_a_models_small_logits_are_held_to_the_floor_against_their_own_program()
     assert _judge_quantized(got, [f], no_floor, QuantizedReference((program,), (scale,)), compare(got.arrays, [f], {}), [f]).ok
 
 
+def test_a_models_program_is_measured_for_its_own_sensitivity_and_a_failure_says_it() -> None:
+    """MobileNetV2-tiny's int8 program moves 11.9 dB when its input moves one float32 step, as far as its delegate is
+    from it: one rounding tie flipped by another summation order. ``with_sensitivity`` measures that on the program
+    itself; a failure's detail carries it for the triager, and the verdict is the element bound's either way."""
+    import torch
+
+    from harness.judge import SENSITIVITY_DRAWS, QuantizedReference, _judge_quantized, _Outputs, compare, perturbed_inputs, with_sensitivity
+
+    x = torch.linspace(-1.0, 1.0, 1000)
+
+    def program(k: float) -> Any:  # rounding to a grid of 1/k: a fine grid flips under one step, a coarse one does not
+        return lambda inputs: QuantizedReference((torch.round(inputs[0] * k) / k * 100.0,), (None,))
+
+    fine, coarse = program(2.0**24), program(8.0)
+    measured = with_sensitivity(fine((x.clone(),)), fine, (x,))
+    assert len(measured.sensitivity_db) == 1 and measured.sensitivity_db[0] < 200.0  # finite: the program moved
+    assert with_sensitivity(coarse((x.clone(),)), coarse, (x,)).sensitivity_db == (float("inf"),)
+    # nothing to move (token ids), a draw that fails, or a reference that is an error: not measured
+    ids = (torch.arange(10),)
+    assert perturbed_inputs(ids, 0) is None and with_sensitivity(coarse(ids), coarse, ids).sensitivity_db == ()
+    calls: list[int] = []
+
+    def breaks(inputs: Any) -> QuantizedReference:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("a draw failed")
+        return coarse(inputs)
+
+    assert with_sensitivity(breaks((x,)), breaks, (x,)).sensitivity_db == ()
+    assert with_sensitivity(QuantizedReference(error="none"), fine, (x,)).sensitivity_db == ()
+    moved = perturbed_inputs((x, 3), 1)
+    assert moved is not None and moved[1] == 3 and int((moved[0] != x).sum()) > 0 and float((moved[0] - x).abs().max()) < 1e-6
+    assert torch.equal(perturbed_inputs((x,), 1)[0], moved[0])  # seeded: the same draw twice
+    # the judge: a failing model output names the figure; a passing one does not, and the verdict does not change
+    tol = {**QUANTIZED_DEFAULTS, **MODEL_QUANTIZED, "rule": "model", "sqnr_db": 10.0}
+    rng = np.random.default_rng(7)
+    f = rng.normal(size=200).astype(np.float32)
+    near, far = (f + rng.normal(size=f.size).astype(np.float32) * s for s in (0.01, 0.5))
+    for delegate, ok in ((near, True), (far, False)):
+        got = _Outputs([delegate])
+        results = [_judge_quantized(got, [f], dict(tol), QuantizedReference((f,), (None,), sensitivity_db=db), compare(got.arrays, [f], {}), [f])
+                   for db in ((), (12.5,))]
+        assert [r.ok for r in results] == [ok, ok], [r.message for r in results]
+        assert results[1].outputs[0]["quantized"]["program_self_sqnr_db"] == 12.5
+        clause = f"(the program itself, its inputs moved one float step: 12.5 dB from its own output, the lowest of {SENSITIVITY_DRAWS} draws)"
+        assert (clause in results[1].message) is (not ok) and clause not in results[0].message
+        assert results[1].message.replace(" " + clause, "") == results[0].message
+
+
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:
     assert triage(Status.FAIL_MISMATCH, None, False, "quantizer") == "quantizer"
     assert triage(Status.FAIL_MISMATCH, None, False, "backend") == "backend"
