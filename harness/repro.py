@@ -811,6 +811,19 @@ class Failed(Exception):
     pass
 
 
+def weights(ep):
+    return {k: v.detach().clone() for k, v in ep.state_dict.items() if isinstance(v, torch.Tensor)}
+
+
+def unwritten(name, ep, before):
+    """bti checks after each stage that it left the model's weights as they were (the exported program shares them
+    with the module): a stage that wrote into them failed."""
+    written = [k for k, v in ep.state_dict.items() if k in before and not torch.equal(v, before[k])]
+    if written:
+        print(f"[{name}] failed: it wrote into the model's weights ({', '.join(written[:4])})", flush=True)
+        raise Failed(name, "BackendContract")  # the type bti records for a backend that broke its contract
+
+
 def stage(name, fn, *args):
     print(f"[{name}] ...", flush=True)
     try:
@@ -852,9 +865,12 @@ def main():
         if EXPECTED["status"] == "CRASH" and EXPECTED["stage"] == "export":  # bti's export stage runs the module once too
             raise Survived("export")
         program_outputs = None
+        exported, before = ep, weights(ep)
         if QUANTIZED:
             ep, program_outputs = stage("quantize", quantize, ep)
+            unwritten("quantize", exported, before)
         edge = stage("lower", lower, ep)
+        unwritten("lower", exported, before)
         if PER_ROW_REFERENCE and any("choose_qparams" in str(n.target) for n in edge.exported_program().graph.nodes):
             print("[lower] a dynamic quantization stays outside the delegate: held to the program as written", flush=True)
             program_outputs = AS_WRITTEN  # the portable kernels quantize per tensor, as bti judged it

@@ -416,6 +416,16 @@ def _lowered_fault(value: Any) -> str | None:
     return None
 
 
+WROTE_WEIGHTS = "it wrote into the model's weights (shared with the eager reference and the other recipes)"
+
+
+def _weights_fault(group: Group) -> str | None:
+    """A stage that wrote into the model's weights (the Arm quantizer's FoldScalarMulIntoConvPass scales a
+    convolution's weight in place, ``model.scale_conv``): the stage's fault, where it happened, whether or not the
+    program ever runs here."""
+    return WROTE_WEIGHTS if group.weights_written() else None
+
+
 def _serialized_fault(value: Any) -> str | None:
     if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (bytes, bytearray))
             and isinstance(value[1], list)):
@@ -433,7 +443,8 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         built = group.fresh_built()
         judged = refs is None or not refs.recipe.startswith("pair:")  # a baseline's items keep their quantized program
         ep, qref = _quantize(backend, recipe, group, built, stage, judged, is_model_kind(item.case.kind))
-        lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), _lowered_fault)
+        lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built),
+                               lambda value: _lowered_fault(value) or _weights_fault(group))
         if stats is not None:
             facts["partition"] = stats
             qref = _kept_reference(qref, stats, ep, group)
@@ -501,7 +512,7 @@ def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage:
     program; for a ``model``, with its sensitivity (``QuantizedReference.sensitivity_db``)."""
     if not (recipe.quantized and Stage.QUANTIZE in backend.stages):
         return group.ep, None
-    ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, group.ep, built))
+    ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, group.ep, built), lambda _: _weights_fault(group))
     return ep, (_quantized_reference(backend, recipe, ep, group, model) if judged else None)
 
 
@@ -599,8 +610,8 @@ def _run(backend: Backend, handle: Any, recipe: Recipe, group: Group, stage: Sta
             changed = changed_inputs(inputs, group.built.run)
             if changed:
                 why = f"the program wrote into its input tensor(s) {', '.join(f'input[{i}]' for i in changed)}"
-        if why is None and group.weights_written():
-            why = "it wrote into the model's weights (shared with the eager reference and the other recipes)"
+        if why is None:
+            why = _weights_fault(group)
         return why
 
     outs, samples = stage(Stage.RUN, run, run_fault)

@@ -188,6 +188,27 @@ def _pad_conv() -> Any:
     return PadConv()
 
 
+def _scale_conv() -> Any:
+    """The reduction of NFNet's failure under XNNPACK's dynamic int8 (found by bti in the zoo's NFNet-L0, whose blocks
+    scale their input by a constant, ``act1(x) * beta``, before their convolutions): a convolution, a multiply by a
+    Python scalar, then a 1x1 convolution. On executorch 1.5.1 the delegate's first call fails at reshape, as
+    ``model.pad_conv``'s (an add of a scalar too; without the multiply, and with a SiLU or a ReLU in its place, it
+    runs); on 1.4.1 the output has the wrong shape. The Arm quantizer folds the multiply into the first convolution by
+    writing into its weights, the caller's."""
+    import torch.nn as nn
+
+    class ScaleConv(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first = nn.Conv2d(16, 16, 3, padding=1)
+            self.second = nn.Conv2d(16, 8, 1)
+
+        def forward(self, x: Any) -> Any:
+            return self.second(self.first(x) * 1.7)
+
+    return ScaleConv()
+
+
 def _permute_conv() -> Any:
     """``model.pad_conv``'s kin (found by bti in the zoo's Visformer, whose attention output is permuted and reshaped
     into a 1x1 projection): a permute, then a 1x1 convolution, under XNNPACK's dynamic int8."""
@@ -296,6 +317,8 @@ MODELS: dict[str, ModelDef] = {
                  tags=("conv", "regression")),
         ModelDef("permute_conv", "_permute_conv", (("B", 16, 8, 12),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}},
                  task=None, tags=("conv", "regression")),
+        ModelDef("scale_conv", "_scale_conv", (("B", 16, 8, 8),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
+                 tags=("conv", "regression")),
         ModelDef("latent_query", "_latent_query", (("B", 16, 64),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
