@@ -443,8 +443,7 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
         built = group.fresh_built()
         judged = refs is None or not refs.recipe.startswith("pair:")  # a baseline's items keep their quantized program
         ep, qref = _quantize(backend, recipe, group, built, stage, judged, is_model_kind(item.case.kind))
-        lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built),
-                               lambda value: _lowered_fault(value) or _weights_fault(group))
+        lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), lambda v: _lowered_fault(v) or _weights_fault(group))
         if stats is not None:
             facts["partition"] = stats
             qref = _kept_reference(qref, stats, ep, group)
