@@ -381,8 +381,8 @@ def test_an_arm_tosa_item_runs_on_the_tosa_reference_model_and_its_quantizer_ver
     """arm-tosa-int: the script lowers with the Arm quantizer and partitioner for TOSA-1.0+INT and runs the program on the
     TOSA reference model; topk's indices fail the quantizer's SQNR floor (an expected failure), as bti recorded."""
     item = "op.topk.k3[float32,static]@arm-tosa-int"
-    res = run_bti("run", "-s", "ops", "-k", "op.topk.k3*", "--shape", "static", "-r", "arm-tosa-int", "-o", str(tmp_path),
-                  "--no-reuse", "--no-report", "--repro", "0")
+    res = run_bti("run", "-s", "ops", "-s", "models", "-k", "op.topk.k3*", "-k", "model.scale_conv*", "--shape", "static",
+                  "-r", "arm-tosa-int", "-o", str(tmp_path), "--no-reuse", "--no-report", "--repro", "0")
     assert res.code == 0, res.err[-2000:]
     assert "quantizer: output[1]" in _records(tmp_path)[item]["detail"]
     script = _script(tmp_path, item, "topk.py")
@@ -391,6 +391,14 @@ def test_an_arm_tosa_item_runs_on_the_tosa_reference_model_and_its_quantizer_ver
     assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "REPRODUCED: the outputs are out of tolerance", \
         proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "[compare] failed: quantizer: output[1]" in proc.stdout
+    # a quantizer that writes into the caller's weights (FoldScalarMulIntoConvPass, model.scale_conv): bti's quantize
+    # stage fails on it, and so does the script's, which checks the exported program's weights after the stage
+    item = "model.scale_conv.base[float32,static]@arm-tosa-int"
+    assert "quantize: the backend's fault: it wrote into the model's weights" in _records(tmp_path)[item]["detail"]
+    proc = _run_warm(_script(tmp_path, item, "scale_conv.py"))
+    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "REPRODUCED: the quantize stage failed (BackendContract)", \
+        proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "[quantize] failed: it wrote into the model's weights (first.weight, first.bias)" in proc.stdout
 
 
 def test_hostile_results_give_one_line_or_an_inert_script(run: Path, tmp_path: Path) -> None:
