@@ -487,19 +487,17 @@ def with_sensitivity(qref: QuantizedReference, run: Callable[[tuple[Any, ...]], 
     ``inputs``. Unmeasured (``qref`` as it is) where it has no outputs, no input is floating point, or a draw fails."""
     if qref.error:
         return qref
-    draws = []
-    for draw in range(SENSITIVITY_DRAWS):
-        moved = perturbed_inputs(inputs, draw)
-        if moved is None:
-            return qref
-        try:
-            again = run(moved)
-        except Exception:  # a figure for the triager, never a verdict: the record keeps the reference it has
-            return qref
-        if again.error:
-            return qref
-        draws.append(again.outputs)
-    return dataclasses.replace(qref, sensitivity_db=sensitivity(qref.outputs, draws))
+    try:  # a figure for the triager, never a verdict: whatever fails here, the record keeps the reference it has
+        draws = []
+        for draw in range(SENSITIVITY_DRAWS):
+            moved = perturbed_inputs(inputs, draw)
+            again = run(moved) if moved is not None else None
+            if again is None or again.error:
+                return qref
+            draws.append(again.outputs)
+        return dataclasses.replace(qref, sensitivity_db=sensitivity(qref.outputs, draws))
+    except Exception:
+        return qref
 
 
 def sensitivity(base: Sequence[Any], draws: Sequence[Sequence[Any]]) -> tuple[float | None, ...]:

@@ -132,6 +132,11 @@ class StageLog:
     def seconds(self, stage: Stage) -> float:
         return next((s.seconds for s in self.done if s.stage is stage), 0.0)
 
+    def fail_last(self, fault: str) -> None:
+        """The last stage's contract fault, found after it returned (by what ran on its product): stops the item."""
+        self.done[-1] = dataclasses.replace(self.done[-1], fault=fault)
+        raise _Stop
+
     def __call__(self, stage: Stage, fn: Callable[[], T], check: Callable[[T], str | None] | None = None) -> T:
         watch = _STAGE_WATCH.get()
         if watch is not None:
@@ -442,11 +447,11 @@ def _run_stages(backend: Backend, item: Item, recipe: Recipe, group: Group, stag
     try:
         built = group.fresh_built()
         judged = refs is None or not refs.recipe.startswith("pair:")  # a baseline's items keep their quantized program
-        ep, qref = _quantize(backend, recipe, group, built, stage, judged, is_model_kind(item.case.kind))
+        ep, qref = _quantize(backend, recipe, group, built, stage, judged, _measures(item, recipe))
         lowered, stats = stage(Stage.LOWER, lambda: backend.lower(recipe, ep, built), lambda v: _lowered_fault(v) or _weights_fault(group))
         if stats is not None:
             facts["partition"] = stats
-            qref = _kept_reference(qref, stats, ep, group)
+            qref = _kept_reference(qref, stats, ep, group, _measures(item, recipe))
         blob = None
         if Stage.SERIALIZE in backend.stages:
             blob, blobs = stage(Stage.SERIALIZE, lambda: backend.serialize(recipe, lowered), _serialized_fault)
@@ -504,6 +509,12 @@ def _judged(*args: Any) -> Comparison:
         raise _OwnFault(f"the judge failed: {type(exc).__name__}") from exc
 
 
+def _measures(item: Item, recipe: Recipe) -> bool:
+    """Whether the item's quantized reference is measured for its sensitivity (``harness.judge.with_sensitivity``):
+    a model's, where its program runs here (a lowered-only recipe's is never judged)."""
+    return is_model_kind(item.case.kind) and run_gap(recipe) is None
+
+
 def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage: StageLog,
               judged: bool, model: bool) -> tuple[Any, QuantizedReference | None]:
     """The quantize stage, where the recipe quantizes: the program to lower, and (when it is ``judged`` against its own
@@ -512,7 +523,10 @@ def _quantize(backend: Backend, recipe: Recipe, group: Group, built: Any, stage:
     if not (recipe.quantized and Stage.QUANTIZE in backend.stages):
         return group.ep, None
     ep = stage(Stage.QUANTIZE, lambda: backend.quantize(recipe, group.ep, built), lambda _: _weights_fault(group))
-    return ep, (_quantized_reference(backend, recipe, ep, group, model) if judged else None)
+    qref = _quantized_reference(backend, recipe, ep, group, model) if judged else None
+    if _weights_fault(group):  # the quantized program wrote into them when bti ran it: the quantize stage's product
+        stage.fail_last(f"{WROTE_WEIGHTS}, when its quantized program ran in eager PyTorch")
+    return ep, qref
 
 
 def _quantized_reference(backend: Backend, recipe: Recipe, quantized: Any, group: Group,
@@ -537,14 +551,14 @@ def _reference_or_error(run: Callable[[tuple[Any, ...]], QuantizedReference], gr
 
 
 def _kept_reference(qref: QuantizedReference | None, stats: dict[str, Any], quantized: Any,
-                    group: Group) -> QuantizedReference | None:
+                    group: Group, model: bool) -> QuantizedReference | None:
     """The quantized reference after lowering. A per-row one (harness.qd8) stands for the delegate's kernels: where a
     dynamic quantization stays outside the delegate, the portable kernels run the program as written, the reference."""
     if qref is None or not stats.get("dynamic_quantization_outside_delegate"):
         return qref
     from harness.judge import quantized_reference
 
-    return _reference_or_error(lambda inputs: quantized_reference(quantized, inputs), group, bool(qref.sensitivity_db))
+    return _reference_or_error(lambda inputs: quantized_reference(quantized, inputs), group, model)
 
 
 def _compare_more(backend: Backend, handle: Any, group: Group, comparison: Comparison, outs: list[Any],

@@ -309,6 +309,8 @@ def test_a_models_program_is_measured_for_its_own_sensitivity_and_a_failure_says
 
     assert with_sensitivity(breaks((x,)), breaks, (x,)).sensitivity_db == ()
     assert with_sensitivity(QuantizedReference(error="none"), fine, (x,)).sensitivity_db == ()
+    meta = (torch.empty(4, device="meta"),)  # an input the perturbation cannot draw for: unmeasured, never an error
+    assert with_sensitivity(QuantizedReference((x,), (None,)), fine, meta).sensitivity_db == ()
     moved = perturbed_inputs((x, 3), 1)
     assert moved is not None and moved[1] == 3 and int((moved[0] != x).sum()) > 0 and float((moved[0] - x).abs().max()) < 1e-6
     assert torch.equal(perturbed_inputs((x,), 1)[0], moved[0])  # seeded: the same draw twice
@@ -326,6 +328,9 @@ def test_a_models_program_is_measured_for_its_own_sensitivity_and_a_failure_says
         clause = f"(the program itself, its inputs moved one float step: 12.5 dB from its own output, the lowest of {SENSITIVITY_DRAWS} draws)"
         assert (clause in results[1].message) is (not ok) and clause not in results[0].message
         assert results[1].message.replace(" " + clause, "") == results[0].message
+    got = _Outputs([far])
+    still = _judge_quantized(got, [f], dict(tol), QuantizedReference((f,), (None,), sensitivity_db=(float("inf"),)), compare(got.arrays, [f], {}), [f])
+    assert not still.ok and "its inputs moved one float step: unchanged from its own output" in still.message
 
 
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:

@@ -398,7 +398,7 @@ def test_an_arm_tosa_item_runs_on_the_tosa_reference_model_and_its_quantizer_ver
     proc = _run_warm(_script(tmp_path, item, "scale_conv.py"))
     assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == "REPRODUCED: the quantize stage failed (BackendContract)", \
         proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "[quantize] failed: it wrote into the model's weights (first.weight, first.bias)" in proc.stdout
+    assert "[quantize] failed: it wrote into the model's weights (first.weight, first.bias; values changed: first.weight, first.bias)" in proc.stdout
 
 
 def test_hostile_results_give_one_line_or_an_inert_script(run: Path, tmp_path: Path) -> None:
