@@ -819,10 +819,14 @@ def unwritten(name, ep, before):
     """bti checks after each stage that nothing wrote into the model's weights (the exported program shares them with
     the module), as torch counts writes (a tensor's version), whether or not the values changed: a stage that did
     failed."""
+    def same(a, b):  # NaN equal to NaN, as bti compares tensors
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True) if a.is_floating_point() else torch.equal(a, b)
+
     written = [k for k, v in ep.state_dict.items() if k in before and v._version != before[k][0]]
     if written:
-        changed = [k for k in written if not (ep.state_dict[k].shape == before[k][1].shape and bool(
-            ((ep.state_dict[k] == before[k][1]) | (ep.state_dict[k] != ep.state_dict[k]) & (before[k][1] != before[k][1])).all()))]
+        changed = [k for k in written if not same(ep.state_dict[k], before[k][1])]
         print(f"[{name}] failed: it wrote into the model's weights ({', '.join(written[:4])}; values changed: "
               f"{', '.join(changed[:4]) or 'none'})", flush=True)
         raise Failed(name, "BackendContract")  # the type bti records for a backend that broke its contract
