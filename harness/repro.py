@@ -630,6 +630,7 @@ def export():
 
 
 AS_WRITTEN = []  # the program's outputs as written (per tensor), where a per-row reference is set aside
+PROGRAMS = {}  # the quantized programs run in eager PyTorch: "reference" (what bti judged against), "as_written"
 
 
 def quantize(ep):
@@ -646,9 +647,11 @@ def quantize(ep):
     converted = convert_pt2e(prepared, fold_quantize=FOLD_QUANTIZE)
     reference = copy.deepcopy(converted)
     if PER_ROW_REFERENCE:  # the recipe's quantize.reference: per-row (bti's qd8 functions, copied below)
+        PROGRAMS["as_written"] = copy.deepcopy(converted)
         with torch.no_grad():
-            AS_WRITTEN[:] = leaves(copy.deepcopy(converted)(*clone(RUN)))
+            AS_WRITTEN[:] = leaves(PROGRAMS["as_written"](*clone(RUN)))
         per_row_program(reference)
+    PROGRAMS["reference"] = reference
     with torch.no_grad():
         program_outputs = leaves(reference(*clone(RUN)))  # the quantized reference
     return torch.export.export(converted, EXAMPLE, dynamic_shapes=FLAT_DYNAMIC_SHAPES, strict=False), program_outputs
@@ -807,6 +810,64 @@ def compare(outs, eager, program_outputs):
     return "; ".join(problems)
 
 
+SENSITIVITY_DRAWS = 3
+
+
+def moved(draw):
+    """RUN with each floating-point tensor times 1 + eps N(0, 1), eps its dtype's step, from seed ``draw``, as bti
+    draws them (harness/judge.py perturbed_inputs); None where no input is floating point."""
+    if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in RUN):
+        return None
+    gen = torch.Generator().manual_seed(draw)
+
+    def move(v):
+        if not (isinstance(v, torch.Tensor) and v.is_floating_point()):
+            return v.clone() if isinstance(v, torch.Tensor) else v
+        noise = torch.randn(v.shape, generator=gen, dtype=torch.float64)
+        return (v.double() * (1.0 + torch.finfo(v.dtype).eps * noise)).to(v.dtype)
+    return tuple(move(v) for v in RUN)
+
+
+def sensitivity(program, base):
+    """bti's program_self_sqnr_db: per floating-point output, the lowest SQNR of the program's outputs on moved inputs
+    against its own (None where not measured). A delegate that lands about as far has done no worse than another
+    summation order would."""
+    lowest = [float("inf") if isinstance(b, torch.Tensor) and b.is_floating_point() else None for b in base]
+    for draw in range(SENSITIVITY_DRAWS):
+        inputs = moved(draw)
+        if inputs is None:
+            return [None] * len(base)
+        with torch.no_grad():
+            outs = leaves(program(*inputs))
+        for i, b in enumerate(base):
+            if lowest[i] is None:
+                continue
+            if i >= len(outs) or outs[i].shape != b.shape:
+                lowest[i] = None
+                continue
+            o, r = outs[i].double().flatten(), b.double().flatten()
+            keep = ~((o.isnan() & r.isnan()) | (r.isinf() & (o == r)))
+            lowest[i] = min(lowest[i], sqnr_db(o[keep], r[keep]) if bool((o[keep] - r[keep]).isfinite().all()) else float("-inf"))
+    return lowest
+
+
+def self_sensitivity(program_outputs):
+    """Where a model's quantized program was judged against its own reference, how far that program moves by itself."""
+    program = PROGRAMS.get("as_written" if program_outputs is AS_WRITTEN else "reference")
+    if not (QUANTIZED and TOLERANCE.get("rule") == "model" and program is not None and program_outputs):
+        return
+    try:
+        lowest = sensitivity(program, program_outputs)
+    except Exception as exc:  # a figure for the reader, never the verdict
+        print(f"[compare] the program's sensitivity is not measured: {type(exc).__name__}: {exc}")
+        return
+    for i, db in enumerate(lowest):
+        if db is not None:
+            figure = "unchanged" if db == float("inf") else f"{db:.1f} dB"
+            print(f"[compare] output[{i}]: the program itself, its inputs moved one float step: {figure} from its own "
+                  f"output, the lowest of {SENSITIVITY_DRAWS} draws (bti's program_self_sqnr_db)")
+
+
 class Failed(Exception):
     pass
 
@@ -901,6 +962,7 @@ def main():
         return 1 if same else 3
     if problem:
         print(f"[compare] failed: {problem}")
+        self_sensitivity(program_outputs)
         same = EXPECTED["stage"] == "compare" and EXPECTED["status"] != "CRASH"  # a crash is not reproduced by a mismatch
         print(("REPRODUCED: " if same else "DIFFERENT: ") + "the outputs are out of tolerance")
         return 1 if same else 3

@@ -300,6 +300,10 @@ def test_a_dynamic_recipe_s_per_row_reference_is_what_xnnpack_computes(tmp_path:
         proc = _run_warm(tmp_path / f"shared{n}.py")
         assert proc.returncode == 1 and f"[compare] failed: output[{wrong}]: " in proc.stdout \
             and proc.stdout.strip().splitlines()[-1] == "REPRODUCED: the outputs are out of tolerance", proc.stdout[-2000:]
+        # the program's own sensitivity, drawn as bti draws it: the same figure as the record's detail
+        moved = re.search(r"the program itself, its inputs moved one float step: (unchanged|-?[0-9.]+ dB) from its own output",
+                          bug["detail"])
+        assert moved and f"[compare] output[{wrong}]: {moved.group(0)}" in proc.stdout, (bug["detail"], proc.stdout[-2000:])
     for item, name in items.items():
         res = run_bti("repro", item, "--results", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / f"{name}.py"), "--passing",
                       "-s", str(POINTWISE))
