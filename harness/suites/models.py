@@ -188,6 +188,34 @@ def _pad_conv() -> Any:
     return PadConv()
 
 
+def _eos_pool() -> Any:
+    """The reduction of CLIP's failure on the Ethos-U recipes (found by bti in the zoo's ``hf_clip``): CLIP's text
+    model in brief. The token ids are viewed as (-1, T), a view that changes nothing, then embedded; one causal
+    self-attention, its mask built from ``arange`` as Hugging Face builds it; and each sequence's row at its first
+    end-of-text token (3) is picked. ExecuTorch's Arm partitioner puts the view in a partition (with the comparison on
+    the U85, with the mask's constants on the U55) whose outputs include the view, which an op outside the partition
+    reads. The backend drops the view as a no-op, so that output of the TOSA graph is its input, with no operator
+    writing it, and vela refuses the flatbuffer ("TOSA FB Reader error: Output tensor ... does not have any
+    writers"). Without the view it lowers on both; without the attention it lowers on the U55."""
+    import torch
+    import torch.nn as nn
+
+    class EosPool(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(16, 32)
+
+        def forward(self, ids: torch.Tensor) -> Any:
+            ids = ids.view(-1, ids.shape[-1])
+            h = self.emb(ids)
+            i = torch.arange(ids.shape[-1], device=ids.device)
+            mask = torch.where(i[None, :] <= i[:, None], 0.0, -8.0)
+            h = (h @ h.transpose(-1, -2) / 6.0 + mask).softmax(-1) @ h
+            return h[torch.arange(h.shape[0], device=h.device), (ids.to(torch.int32) == 3).int().argmax(-1)]
+
+    return EosPool()
+
+
 def _scale_conv() -> Any:
     """The reduction of NFNet's failure under XNNPACK's dynamic int8 (found by bti in the zoo's NFNet-L0, whose blocks
     scale their input by a constant, ``act1(x) * beta``, before their convolutions): a convolution, a multiply by a
@@ -319,6 +347,8 @@ MODELS: dict[str, ModelDef] = {
                  task=None, tags=("conv", "regression")),
         ModelDef("scale_conv", "_scale_conv", (("B", 16, 8, 8),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("conv", "regression")),
+        ModelDef("eos_pool", "_eos_pool", (("B", 7),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, input_init="randint:16",
+                 task=None, tags=("transformer", "regression")),
         ModelDef("latent_query", "_latent_query", (("B", 16, 64),), {"B": 2}, {"B": {"min": 1, "max": 8, "run": 3}}, task=None,
                  tags=("transformer", "regression")),
         # RNNs unroll over time at export, so the batch (not the sequence) is the dynamic dim
