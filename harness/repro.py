@@ -586,6 +586,7 @@ import base64
 import copy
 import faulthandler
 import io
+import math
 import platform
 import sys
 import traceback
@@ -630,7 +631,7 @@ def export():
 
 
 AS_WRITTEN = []  # the program's outputs as written (per tensor), where a per-row reference is set aside
-PROGRAMS = {}  # the quantized programs run in eager PyTorch: "reference" (what bti judged against), "as_written"
+SENSITIVITY = {}  # per program ("reference", "as_written"): each output's program_self_sqnr_db, drawn at quantize
 
 
 def quantize(ep):
@@ -647,13 +648,15 @@ def quantize(ep):
     converted = convert_pt2e(prepared, fold_quantize=FOLD_QUANTIZE)
     reference = copy.deepcopy(converted)
     if PER_ROW_REFERENCE:  # the recipe's quantize.reference: per-row (bti's qd8 functions, copied below)
-        PROGRAMS["as_written"] = copy.deepcopy(converted)
+        written = copy.deepcopy(converted)
         with torch.no_grad():
-            AS_WRITTEN[:] = leaves(PROGRAMS["as_written"](*clone(RUN)))
+            AS_WRITTEN[:] = leaves(written(*clone(RUN)))
+        measure("as_written", written, AS_WRITTEN)
+        del written
         per_row_program(reference)
-    PROGRAMS["reference"] = reference
     with torch.no_grad():
         program_outputs = leaves(reference(*clone(RUN)))  # the quantized reference
+    measure("reference", reference, program_outputs)
     return torch.export.export(converted, EXAMPLE, dynamic_shapes=FLAT_DYNAMIC_SHAPES, strict=False), program_outputs
 
 
@@ -716,8 +719,10 @@ def reference():
 
 
 def sqnr_db(out, ref):
-    noise = float(((out - ref) ** 2).sum())
-    return float("inf") if noise == 0 else 10.0 * torch.log10(torch.tensor(float((ref ** 2).sum()) / noise)).item()
+    noise, signal = float(((out - ref) ** 2).sum()), float((ref ** 2).sum())
+    if noise == 0:
+        return float("inf")
+    return 10.0 * math.log10(signal / noise) if signal > 0 and math.isfinite(noise) else float("-inf")
 
 
 def check(i, out, ref, scale=None, fp32=None):
@@ -830,8 +835,7 @@ def moved(draw):
 
 def sensitivity(program, base):
     """bti's program_self_sqnr_db: per floating-point output, the lowest SQNR of the program's outputs on moved inputs
-    against its own (None where not measured). A delegate that lands about as far has done no worse than another
-    summation order would."""
+    against its own (None where not measured)."""
     lowest = [float("inf") if isinstance(b, torch.Tensor) and b.is_floating_point() else None for b in base]
     for draw in range(SENSITIVITY_DRAWS):
         inputs = moved(draw)
@@ -839,30 +843,38 @@ def sensitivity(program, base):
             return [None] * len(base)
         with torch.no_grad():
             outs = leaves(program(*inputs))
+        if len(outs) != len(base):
+            return [None] * len(base)
         for i, b in enumerate(base):
-            if lowest[i] is None:
-                continue
-            if i >= len(outs) or outs[i].shape != b.shape:
+            if lowest[i] is None or outs[i].shape != b.shape:
                 lowest[i] = None
                 continue
             o, r = outs[i].double().flatten(), b.double().flatten()
             keep = ~((o.isnan() & r.isnan()) | (r.isinf() & (o == r)))
-            lowest[i] = min(lowest[i], sqnr_db(o[keep], r[keep]) if bool((o[keep] - r[keep]).isfinite().all()) else float("-inf"))
+            o, r = o[keep], r[keep]
+            lowest[i] = min(lowest[i], sqnr_db(o, r) if bool((o - r).isfinite().all()) else float("-inf"))
     return lowest
 
 
-def self_sensitivity(program_outputs):
-    """Where a model's quantized program was judged against its own reference, how far that program moves by itself."""
-    program = PROGRAMS.get("as_written" if program_outputs is AS_WRITTEN else "reference")
-    if not (QUANTIZED and TOLERANCE.get("rule") == "model" and program is not None and program_outputs):
+def measure(name, program, base):
+    """The program's sensitivity, where bti measures it (a model's outputs under a quantized recipe, where the program
+    runs): the numbers only, so no copy of the program outlives the quantize stage. Never the verdict."""
+    if not (QUANTIZED and TOLERANCE.get("rule") == "model" and RUNS_ON != "corstone-fvp"):
         return
     try:
-        lowest = sensitivity(program, program_outputs)
-    except Exception as exc:  # a figure for the reader, never the verdict
-        print(f"[compare] the program's sensitivity is not measured: {type(exc).__name__}: {exc}")
-        return
-    for i, db in enumerate(lowest):
-        if db is not None:
+        SENSITIVITY[name] = sensitivity(program, base)
+    except Exception as exc:
+        SENSITIVITY[name] = f"{type(exc).__name__}: {exc}"
+
+
+def self_sensitivity(program_outputs, problem):
+    """After a failing comparison: how far the program bti judged against moves by itself, for each output whose own
+    bound failed (as bti adds it to those problems, not to the quantizer's floor)."""
+    lowest = SENSITIVITY.get("as_written" if program_outputs is AS_WRITTEN else "reference")
+    if isinstance(lowest, str):
+        print(f"[compare] the program's sensitivity is not measured: {lowest}")
+    for i, db in enumerate(lowest if isinstance(lowest, list) else []):
+        if db is not None and (problem.startswith(f"output[{i}]: ") or f"; output[{i}]: " in problem):
             figure = "unchanged" if db == float("inf") else f"{db:.1f} dB"
             print(f"[compare] output[{i}]: the program itself, its inputs moved one float step: {figure} from its own "
                   f"output, the lowest of {SENSITIVITY_DRAWS} draws (bti's program_self_sqnr_db)")
@@ -962,7 +974,7 @@ def main():
         return 1 if same else 3
     if problem:
         print(f"[compare] failed: {problem}")
-        self_sensitivity(program_outputs)
+        self_sensitivity(program_outputs, problem)
         same = EXPECTED["stage"] == "compare" and EXPECTED["status"] != "CRASH"  # a crash is not reproduced by a mismatch
         print(("REPRODUCED: " if same else "DIFFERENT: ") + "the outputs are out of tolerance")
         return 1 if same else 3

@@ -191,12 +191,14 @@ def _pad_conv() -> Any:
 def _eos_pool() -> Any:
     """The reduction of CLIP's failure on the Ethos-U recipes (found by bti in the zoo's ``hf_clip``): CLIP's text
     model in brief. The token ids are viewed as (-1, T), a view that changes nothing, then embedded; one causal
-    self-attention, its mask built from ``arange`` as Hugging Face builds it; and each sequence's row at its first
-    end-of-text token (3) is picked. ExecuTorch's Arm partitioner puts the view in a partition (with the comparison on
-    the U85, with the mask's constants on the U55) whose outputs include the view, which an op outside the partition
-    reads. The backend drops the view as a no-op, so that output of the TOSA graph is its input, with no operator
-    writing it, and vela refuses the flatbuffer ("TOSA FB Reader error: Output tensor ... does not have any
-    writers"). Without the view it lowers on both; without the attention it lowers on the U55."""
+    self-attention follows, its additive mask built from ``arange`` as Hugging Face builds it; and each sequence's row
+    at its first end-of-text token (3) is picked. ExecuTorch's Arm partitioner puts the view in a partition whose
+    outputs include it, for an op outside the partition to read; the backend drops the view as a no-op, so that output
+    of the TOSA graph is its input, with no operator writing it, and vela refuses the flatbuffer ("TOSA FB Reader
+    error: Output tensor ... does not have any writers"). The partitions printed in the reduction: on the U85, the view
+    with the comparison and its cast; on the U55 (a one-layer CLIPTextModel), the view with the embedding's reshape and
+    the mask's constants. The pooling alone lowers on the U85 without the view, and on the U55 without the attention.
+    The mask is -8, not ``finfo.min`` (that is ``model.finfo_mask``'s matter), so the int8 program stays near fp32."""
     import torch
     import torch.nn as nn
 
