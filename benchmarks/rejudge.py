@@ -42,7 +42,7 @@ def main() -> int:
     from harness.recipes import Recipe, load_recipe
     from harness.results import lowered_xpass
     from harness.status import Stage, Status
-    from harness.verdict import held
+    from harness.verdict import held, lowest_sqnr_db
 
     stage_names = {s.value for s in Stage}
 
@@ -70,18 +70,19 @@ def main() -> int:
             delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
             rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated) or cases.source_rules(r, recipe)
             message, died_in = own_message(r), (Stage(r["died_in"]) if r.get("died_in") in stage_names else None)
-            now = own.value if own is Status.FAIL_EXPORT else held(rules, own, message, died_in)[0].value
+            db = lowest_sqnr_db(r.get("outputs") or [])
+            now = own.value if own is Status.FAIL_EXPORT else held(rules, own, message, died_in, db)[0].value
             counts[(r["recipe"], now)] += 1
             if now not in EXPECTED:
                 unexpected[r["recipe"]] += 1
                 print(f"unexpected: {now} {r['id']} {message[:160]!r}")
                 unsaid = [rule.stage.value for rule in rules if died_in is None and rule.stage is not None
-                          and rule.expects(own, message, rule.stage)]
+                          and rule.expects(own, message, rule.stage, db)]
                 if unsaid:  # written before records said where a crash came: the rule's stage cannot be checked
                     print(f"  the record does not say the stage it died in; the rule for a crash in {unsaid[0]} would hold it")
                 if ns.any_version and own.is_failure:
                     for rule in _elsewhere(recipe, r, delegated):
-                        if rule.expects(own, message, died_in):
+                        if rule.expects(own, message, died_in, db):
                             print(f"  also on {dict(rule.versions)}: {rule.match} ({rule.reason[:120]})")
     for name in sorted({n for n, _ in counts}):
         statuses = ", ".join(f"{n} {s}" for (rn, s), n in sorted(counts.items(), key=lambda kv: -kv[1]) if rn == name)

@@ -109,6 +109,7 @@ class Rule:
     versions: tuple[tuple[str, str], ...] = ()  # (package, PEP 440 specifier): the rule holds only on these installs
     when: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (fact, its admitted values): only on such machines (harness.facts)
     stage: Stage | None = None  # xfail of a CRASH or TIMEOUT: the stage it comes in (the record's ``died_in``)
+    min_sqnr_db: float | None = None  # xfail of a FAIL_MISMATCH: how far it may be, each output's SQNR to its reference
 
     def applies(self, key: str, suite: str = "", delegated: bool | None = None) -> bool:
         if self.delegated_only and delegated is False:
@@ -135,12 +136,15 @@ class Rule:
 
         return all(fact(name) in values for name, values in self.when)
 
-    def expects(self, status: Status, message: str, died_in: Stage | None = None) -> bool:
+    def expects(self, status: Status, message: str, died_in: Stage | None = None, sqnr_db: float | None = None) -> bool:
         """Whether a failure with this status and message is the one this xfail rule names (a CRASH or TIMEOUT, in the
-        rule's ``stage`` where it names one)."""
+        rule's ``stage`` where it names one; a mismatch no farther than its ``min_sqnr_db``, where it sets one:
+        ``sqnr_db`` is the item's lowest output SQNR against its reference, None where none was measured)."""
         if status not in self.statuses:
             return False
         if self.stage is not None and status.died and died_in is not self.stage:
+            return False
+        if self.min_sqnr_db is not None and status is Status.FAIL_MISMATCH and (sqnr_db is None or sqnr_db < self.min_sqnr_db):
             return False
         return self.message is None or self.message.search(message) is not None
 
@@ -154,7 +158,8 @@ class Rule:
     def describe(self) -> str:
         what = "|".join(sorted(s.value for s in self.statuses))
         return (what + (f" in {self.stage.value}" if self.stage is not None else "")
-                + (f" matching /{self.message.pattern}/" if self.message is not None else ""))
+                + (f" matching /{self.message.pattern}/" if self.message is not None else "")
+                + (f" at {self.min_sqnr_db:g} dB SQNR or better" if self.min_sqnr_db is not None else ""))
 
 
 @dataclass(frozen=True)
@@ -546,7 +551,8 @@ def _capabilities(raw: Any, loc: str) -> Capabilities:
 
 _RULE_KEYS = {
     "skip": {"match", "reason", "suite", "unless", "versions", "when"},
-    "xfail": {"match", "reason", "suite", "unless", "status", "message", "stage", "delegated_only", "versions", "when"},
+    "xfail": {"match", "reason", "suite", "unless", "status", "message", "stage", "delegated_only", "versions", "when",
+              "min_sqnr_db"},
     "expect": {"match", "suite", "unless", "delegated_ops", "min_delegated_pct", "versions", "when"},
 }
 
@@ -576,7 +582,7 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
         if not isinstance(r.get("delegated_only", False), bool):
             raise RecipeError(f"{here}: `delegated_only` takes true or false")
         statuses: frozenset[Status] = frozenset()
-        message, stage = None, None
+        message, stage, floor = None, None, None
         if key == "xfail":
             statuses = _statuses(r.get("status"), here)
             if r.get("message") is not None:
@@ -585,6 +591,7 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
                 except re.error as exc:
                     raise RecipeError(f"{here}: xfail `message:` is not a regular expression: {exc}") from None
             stage = _stage(r.get("stage"), statuses, here)
+            floor = _floor(r.get("min_sqnr_db"), statuses, here)
         ops: tuple[str, ...] = ()
         pct = None
         if key == "expect":
@@ -597,8 +604,18 @@ def _rules(raw: Any, loc: str, key: str) -> tuple[Rule, ...]:
                 raise RecipeError(f"{here}: an `expect` entry names delegated_ops, min_delegated_pct or both")
         out.append(Rule(str(r["match"]), str(r.get("reason") or ""), str(r.get("suite") or "*"), tuple(map(str, unless)),
                         bool(r.get("delegated_only", False)), statuses, message, ops, pct, _versions(r.get("versions"), here),
-                        _when(r.get("when"), here), stage))
+                        _when(r.get("when"), here), stage, floor))
     return tuple(out)
+
+
+def _floor(raw: Any, statuses: frozenset[Status], here: str) -> float | None:
+    """An xfail rule's ``min_sqnr_db:``: the farthest a FAIL_MISMATCH it holds may be (each output's SQNR against its
+    reference, in dB), so that a worse departure than the one measured stays a failure."""
+    if raw is None:
+        return None
+    if Status.FAIL_MISMATCH not in statuses:
+        raise RecipeError(f"{here}: xfail `min_sqnr_db:` bounds a FAIL_MISMATCH (how far its outputs may be)")
+    return _number(raw, here, "min_sqnr_db")
 
 
 def _stage(raw: Any, statuses: frozenset[Status], here: str) -> Stage | None:

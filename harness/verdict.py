@@ -20,6 +20,7 @@ The order of the decision:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -309,7 +310,7 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
     message = f"{detail}\n{error.message}" if error is not None else detail
-    judged, rule = held(rules, status, message, _died_in(o))
+    judged, rule = held(rules, status, message, _died_in(o), lowest_sqnr_db(o.comparison.outputs if o.comparison else ()))
     if rule is not None and judged is Status.XPASS and status is Status.LOWERED:  # a rule expecting an earlier failure
         return (Status.XPASS, f"expected to fail ({rule.describe()}: {rule.reason}) but {detail}",
                 {"reason": rule.reason, "expects": rule.describe(), "lowered": o.lowered or ""})  # not run: not cached
@@ -331,7 +332,22 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     return status, f"{detail} [unexpected: the xfail rule expects {rule.describe()}: {rule.reason}]", info
 
 
-def held(rules: Sequence[Rule], status: Status, message: str, died_in: Stage | None = None) -> tuple[Status, Rule | None]:
+def lowest_sqnr_db(outputs: Sequence[Any]) -> float | None:
+    """An item's farthest output from its reference, for an xfail rule's ``min_sqnr_db``: the lowest SQNR over its
+    outputs, each against the quantized program where it was judged against one (``quantized.sqnr_db``), else against
+    its reference (``sqnr_db``); None where an output has neither (a shape or dtype mismatch: nothing to bound)."""
+    lowest = None
+    for out in outputs:
+        q = out.get("quantized") if isinstance(out, Mapping) else None
+        value = (q or {}).get("sqnr_db", out.get("sqnr_db")) if isinstance(out, Mapping) else None
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+            return None
+        lowest = value if lowest is None else min(lowest, value)
+    return lowest
+
+
+def held(rules: Sequence[Rule], status: Status, message: str, died_in: Stage | None = None,
+         sqnr_db: float | None = None) -> tuple[Status, Rule | None]:
     """What the xfail rules that list an item make of its own status, and the rule that decided: XFAIL where a rule
     names the failure (its status, message and, for a crash, stage), XPASS where the item passed or lowered under a rule
     that expects a failure before the run (a stale rule), else the status itself (a failure no rule names stays
@@ -340,7 +356,7 @@ def held(rules: Sequence[Rule], status: Status, message: str, died_in: Stage | N
         stale = next((rule for rule in rules if rule.stale_if_lowered), None)
         return (Status.XPASS, stale) if stale is not None else (status, None)
     if status.is_failure and status is not Status.ERROR:
-        named = next((rule for rule in rules if rule.expects(status, message, died_in)), None)  # any that names it holds it
+        named = next((rule for rule in rules if rule.expects(status, message, died_in, sqnr_db)), None)  # any that names it
         if named is not None:
             return Status.XFAIL, named
     if status.is_pass and rules:

@@ -140,6 +140,29 @@ def test_xfail_holds_only_the_named_failure(tmp_path: Path) -> None:
     assert Status(passed["status"]).is_failure
 
 
+def test_a_mismatch_rule_with_a_floor_holds_only_a_departure_no_worse_than_it(inproc, tmp_path: Path) -> None:
+    """`min_sqnr_db`: the rule holds a FAIL_MISMATCH whose outputs are each at least that far (in dB) from their
+    reference, the quantized program's figure where there is one; a worse one, or one with no figure (a shape), stays
+    a failure that names the rule's floor."""
+    rules = ('xfail:\n  - {match: "op.conv2d.*", status: FAIL_MISMATCH, message: "against the quantized program", '
+             'min_sqnr_db: 5, reason: "saturation"}\n')
+    r = recipe(tmp_path, rules)
+
+    def mismatch(*outputs: dict) -> Outcome:
+        return Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1), StageOutcome(Stage.RUN, 0.1)), comparison=Comparison(
+            False, "output[0]: a systematic error against the quantized program", tuple(outputs), {}))
+
+    near = mismatch({"sqnr_db": 30.0, "quantized": {"sqnr_db": 11.8}}, {"sqnr_db": 2.0, "quantized": {"sqnr_db": 40.0}})
+    assert decide(item(), r, near, "run")["status"] == "XFAIL"  # the program's figure counts, not fp32's
+    far = decide(item(), r, mismatch({"sqnr_db": 30.0, "quantized": {"sqnr_db": 4.9}}), "run")
+    assert far["status"] == "FAIL_MISMATCH" and "at 5 dB SQNR or better" in far["detail"], far["detail"]
+    assert decide(item(), r, mismatch({"sqnr_db": 4.0}), "run")["status"] == "FAIL_MISMATCH"  # a float recipe's figure
+    assert decide(item(), r, mismatch({"shape": [2]}), "run")["status"] == "FAIL_MISMATCH"  # nothing measured to bound
+    assert decide(item(), recipe(tmp_path, rules.replace("min_sqnr_db: 5, ", "")), mismatch({"sqnr_db": -20.0}),
+                  "run")["status"] == "XFAIL"  # without a floor, any distance
+    bad_recipe(inproc, tmp_path, rules.replace("FAIL_MISMATCH", "FAIL_LOWER"), "xfail `min_sqnr_db:` bounds a FAIL_MISMATCH")
+
+
 def test_the_cases_own_failure_is_not_called_unexpected_by_a_rule_it_never_reached(tmp_path: Path) -> None:
     """A case that fails in eager (its module or reference, before torch.export) never reached the recipe: a rule
     naming a later stage is not contradicted, and the detail says whose failure it is. A recipe rule that names this
