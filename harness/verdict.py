@@ -335,11 +335,16 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
 def lowest_sqnr_db(outputs: Sequence[Any]) -> float | None:
     """An item's farthest output from its reference, for an xfail rule's ``min_sqnr_db``: the lowest SQNR over its
     outputs, each against the quantized program where it was judged against one (``quantized.sqnr_db``), else against
-    its reference (``sqnr_db``); None where an output has neither (a shape or dtype mismatch: nothing to bound)."""
+    its reference (``sqnr_db``). None where an output has no figure: a shape or dtype mismatch, or an output compared
+    exactly (integers, booleans). A record writes non-finite figures as strings ("inf"), which count as numbers."""
     lowest = None
     for out in outputs:
-        q = out.get("quantized") if isinstance(out, Mapping) else None
-        value = (q or {}).get("sqnr_db", out.get("sqnr_db")) if isinstance(out, Mapping) else None
+        if not isinstance(out, Mapping):
+            return None
+        q = out.get("quantized")
+        value = q.get("sqnr_db") if isinstance(q, Mapping) else out.get("sqnr_db")
+        if isinstance(value, str) and value in ("inf", "-inf"):
+            value = float(value)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
             return None
         lowest = value if lowest is None else min(lowest, value)

@@ -13,7 +13,7 @@ from harness.cases.case import Axes, Case, Item
 from harness.errors import RecipeError
 from harness.recipes import parse_recipe
 from harness.status import Stage, Status
-from harness.verdict import Comparison, ErrorInfo, Outcome, StageOutcome, decide, settle_attempts, triage
+from harness.verdict import Comparison, ErrorInfo, Outcome, StageOutcome, decide, lowest_sqnr_db, settle_attempts, triage
 
 from .conftest import TESTS, bad_recipe
 
@@ -158,6 +158,11 @@ def test_a_mismatch_rule_with_a_floor_holds_only_a_departure_no_worse_than_it(in
     assert far["status"] == "FAIL_MISMATCH" and "at 5 dB SQNR or better" in far["detail"], far["detail"]
     assert decide(item(), r, mismatch({"sqnr_db": 4.0}), "run")["status"] == "FAIL_MISMATCH"  # a float recipe's figure
     assert decide(item(), r, mismatch({"shape": [2]}), "run")["status"] == "FAIL_MISMATCH"  # nothing measured to bound
+    assert decide(item(), r, mismatch({"sqnr_db": 9.0, "quantized": {}}), "run")["status"] == "FAIL_MISMATCH"  # exact
+    # a record's figures as results.jsonl writes them: the non-finite ones as strings
+    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "inf"}}, {"sqnr_db": 7.5}]) == 7.5
+    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "-inf"}}]) == float("-inf")
+    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "nan"}}]) is None
     assert decide(item(), recipe(tmp_path, rules.replace("min_sqnr_db: 5, ", "")), mismatch({"sqnr_db": -20.0}),
                   "run")["status"] == "XFAIL"  # without a floor, any distance
     bad_recipe(inproc, tmp_path, rules.replace("FAIL_MISMATCH", "FAIL_LOWER"), "xfail `min_sqnr_db:` bounds a FAIL_MISMATCH")
