@@ -70,7 +70,7 @@ def main() -> int:
             delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
             rules = recipe.xfail_rules(r["id"].rsplit("@", 1)[0], r["suite"], delegated) or cases.source_rules(r, recipe)
             message, died_in = own_message(r), (Stage(r["died_in"]) if r.get("died_in") in stage_names else None)
-            db = lowest_sqnr_db(r.get("outputs") or [])
+            db = lowest_sqnr_db(r.get("outputs") or [], recipe.quantized, message)
             now = own.value if own is Status.FAIL_EXPORT else held(rules, own, message, died_in, db)[0].value
             counts[(r["recipe"], now)] += 1
             if now not in EXPECTED:

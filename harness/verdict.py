@@ -21,6 +21,7 @@ The order of the decision:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -310,7 +311,8 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0
     rules = recipe.xfail_rules(item.group, item.case.suite, delegated) or _source_xfail(item, recipe)
     message = f"{detail}\n{error.message}" if error is not None else detail
-    judged, rule = held(rules, status, message, _died_in(o), lowest_sqnr_db(o.comparison.outputs if o.comparison else ()))
+    db = lowest_sqnr_db(o.comparison.outputs if o.comparison else (), recipe.quantized, message)
+    judged, rule = held(rules, status, message, _died_in(o), db)
     if rule is not None and judged is Status.XPASS and status is Status.LOWERED:  # a rule expecting an earlier failure
         return (Status.XPASS, f"expected to fail ({rule.describe()}: {rule.reason}) but {detail}",
                 {"reason": rule.reason, "expects": rule.describe(), "lowered": o.lowered or ""})  # not run: not cached
@@ -325,24 +327,28 @@ def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail:
         return status, f"{detail} [the case's own: building its module or eager reference failed, before any recipe]", None
     if not rules:
         return status, detail, None
-    rule = rules[0]
+    rule = next((r for r in rules if status in r.statuses), rules[0])  # the one that names this status (its bound failed)
     info = {"reason": rule.reason, "expects": rule.describe()}
     if status.is_pass:
         return Status.XPASS, f"expected to fail ({rule.describe()}: {rule.reason}) but passed", info
     return status, f"{detail} [unexpected: the xfail rule expects {rule.describe()}: {rule.reason}]", info
 
 
-def lowest_sqnr_db(outputs: Sequence[Any]) -> float | None:
+def lowest_sqnr_db(outputs: Sequence[Any], quantized: bool = False, message: str = "") -> float | None:
     """An item's farthest output from its reference, for an xfail rule's ``min_sqnr_db``: the lowest SQNR over its
-    outputs, each against the quantized program where it was judged against one (``quantized.sqnr_db``), else against
-    its reference (``sqnr_db``). None where an output has no figure: a shape or dtype mismatch, or an output compared
-    exactly (integers, booleans). A record writes non-finite figures as strings ("inf"), which count as numbers."""
+    outputs, each against the quantized program under a ``quantized`` recipe (``quantized.sqnr_db``), else against
+    eager (``sqnr_db``). None where there is no figure to bound: an output with none (a shape or dtype mismatch, an
+    output a quantized recipe compares exactly or judged against fp32 alone), or where a further input set failed
+    (``message``: "input set N: ...", whose figures the outputs do not hold). A record writes non-finite figures as
+    strings ("inf"), which count as numbers."""
+    if _FURTHER_SET.search(message):
+        return None
     lowest = None
     for out in outputs:
         if not isinstance(out, Mapping):
             return None
         q = out.get("quantized")
-        value = q.get("sqnr_db") if isinstance(q, Mapping) else out.get("sqnr_db")
+        value = (q.get("sqnr_db") if isinstance(q, Mapping) else None) if quantized else out.get("sqnr_db")
         if isinstance(value, str) and value in ("inf", "-inf"):
             value = float(value)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
@@ -351,12 +357,16 @@ def lowest_sqnr_db(outputs: Sequence[Any]) -> float | None:
     return lowest
 
 
+_FURTHER_SET = re.compile(r"(^|; )input set [0-9]+: ", re.M)
+
+
 def held(rules: Sequence[Rule], status: Status, message: str, died_in: Stage | None = None,
          sqnr_db: float | None = None) -> tuple[Status, Rule | None]:
     """What the xfail rules that list an item make of its own status, and the rule that decided: XFAIL where a rule
     names the failure (its status, message and, for a crash, stage), XPASS where the item passed or lowered under a rule
     that expects a failure before the run (a stale rule), else the status itself (a failure no rule names stays
-    unexpected). ``benchmarks/rejudge.py`` judges recorded results by it too."""
+    unexpected). ``sqnr_db`` is the item's ``lowest_sqnr_db``, for a rule's ``min_sqnr_db``. ``benchmarks/rejudge.py``
+    judges recorded results by it too."""
     if status is Status.LOWERED:  # lowered and serialized, not run: only a failure before the run is settled
         stale = next((rule for rule in rules if rule.stale_if_lowered), None)
         return (Status.XPASS, stale) if stale is not None else (status, None)

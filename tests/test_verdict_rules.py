@@ -144,9 +144,11 @@ def test_a_mismatch_rule_with_a_floor_holds_only_a_departure_no_worse_than_it(in
     """`min_sqnr_db`: the rule holds a FAIL_MISMATCH whose outputs are each at least that far (in dB) from their
     reference, the quantized program's figure where there is one; a worse one, or one with no figure (a shape), stays
     a failure that names the rule's floor."""
-    rules = ('xfail:\n  - {match: "op.conv2d.*", status: FAIL_MISMATCH, message: "against the quantized program", '
+    rules = ('quantize: {quantizer: xnnpack, per_channel: false, dynamic: false}\n'
+             'xfail:\n  - {match: "op.conv2d.*", status: FAIL_MISMATCH, message: "against the quantized program", '
              'min_sqnr_db: 5, reason: "saturation"}\n')
     r = recipe(tmp_path, rules)
+    assert r.quantized
 
     def mismatch(*outputs: dict) -> Outcome:
         return Outcome(stages=(StageOutcome(Stage.EXPORT, 0.1), StageOutcome(Stage.RUN, 0.1)), comparison=Comparison(
@@ -156,13 +158,20 @@ def test_a_mismatch_rule_with_a_floor_holds_only_a_departure_no_worse_than_it(in
     assert decide(item(), r, near, "run")["status"] == "XFAIL"  # the program's figure counts, not fp32's
     far = decide(item(), r, mismatch({"sqnr_db": 30.0, "quantized": {"sqnr_db": 4.9}}), "run")
     assert far["status"] == "FAIL_MISMATCH" and "at 5 dB SQNR or better" in far["detail"], far["detail"]
-    assert decide(item(), r, mismatch({"sqnr_db": 4.0}), "run")["status"] == "FAIL_MISMATCH"  # a float recipe's figure
+    assert decide(item(), r, mismatch({"sqnr_db": 40.0}), "run")["status"] == "FAIL_MISMATCH"  # against fp32 alone
+    float_rules = rules.split("\n", 1)[1]
+    assert decide(item(), recipe(tmp_path, float_rules), mismatch({"sqnr_db": 4.0}), "run")["status"] == "FAIL_MISMATCH"
+    assert decide(item(), recipe(tmp_path, float_rules), mismatch({"sqnr_db": 6.0}), "run")["status"] == "XFAIL"
     assert decide(item(), r, mismatch({"shape": [2]}), "run")["status"] == "FAIL_MISMATCH"  # nothing measured to bound
     assert decide(item(), r, mismatch({"sqnr_db": 9.0, "quantized": {}}), "run")["status"] == "FAIL_MISMATCH"  # exact
     # a record's figures as results.jsonl writes them: the non-finite ones as strings
-    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "inf"}}, {"sqnr_db": 7.5}]) == 7.5
-    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "-inf"}}]) == float("-inf")
-    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "nan"}}]) is None
+    assert lowest_sqnr_db([{"sqnr_db": "inf"}, {"sqnr_db": 7.5}]) == 7.5
+    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "-inf"}}], quantized=True) == float("-inf")
+    assert lowest_sqnr_db([{"quantized": {"sqnr_db": "nan"}}], quantized=True) is None
+    # under a quantized recipe only the program's figure counts: an output judged against fp32 alone has none
+    assert lowest_sqnr_db([{"sqnr_db": 30.0}], quantized=True) is None
+    # a further input set's failure: set 0's figures say nothing of it
+    assert lowest_sqnr_db([{"sqnr_db": 40.0}], message="output[0]: x; input set 1: output[0]: SQNR 3 dB") is None
     assert decide(item(), recipe(tmp_path, rules.replace("min_sqnr_db: 5, ", "")), mismatch({"sqnr_db": -20.0}),
                   "run")["status"] == "XFAIL"  # without a floor, any distance
     bad_recipe(inproc, tmp_path, rules.replace("FAIL_MISMATCH", "FAIL_LOWER"), "xfail `min_sqnr_db:` bounds a FAIL_MISMATCH")
