@@ -457,6 +457,7 @@ class QuantizedReference:
     # per output, the lowest SQNR (dB) of the program against itself when its float inputs are multiplied by
     # 1 + eps N(0, 1), eps their dtype's step (``SENSITIVITY_DRAWS`` seeded draws; ``perturbed_inputs``): how far a
     # kernel that only rounds in another order can land from it. Measured for a model's outputs; empty where not
+    # measured
     sensitivity_db: tuple[float | None, ...] = ()
 
 
