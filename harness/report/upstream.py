@@ -22,7 +22,7 @@ from harness.results import Header, Record, status_of
 
 _UPSTREAM = re.compile(r"found by bti|github\.com/[^ ]+/issues/\d+", re.IGNORECASE)
 _OWNER = re.compile(r"Owner:\s*(.+?)(?:;|\.\s|\.$|$)")
-_NOT_UPSTREAM = ("the case", "bti")  # an owner that is no one else's
+_NOT_UPSTREAM = ("the case", "bti", "none")  # ours, or no one's bug ("Owner: none, a limit of the scheme")
 CAP_ITEMS = 12
 
 
