@@ -406,10 +406,11 @@ def test_shipped_recipes_include_shared_rules() -> None:
         assert f"| `{name}` |" in table, f"docs/recipes.md does not list rules/{name}.yaml"
 
 
-def test_every_shipped_expected_failure_names_its_owner() -> None:
+def test_every_shipped_expected_failure_names_its_owner_and_versions() -> None:
     """Each failure the shipped recipes and the zoo expect names who owns it (`Owner: X`, as `bti report --upstream-bugs`
     reads it): a backend, runtime, quantizer or library for a bug; the case or bti for ours; `none, …` for a limit of a
-    scheme that is no one's bug, which the report leaves out as it leaves out ours."""
+    scheme that is no one's bug, which the report leaves out as it leaves out ours. And each is limited with
+    `versions:` to the releases it was triaged on, so a new release's failures show until someone triages them."""
     import yaml
 
     from harness.recipes import available_recipe_files, available_rules_files
@@ -417,7 +418,7 @@ def test_every_shipped_expected_failure_names_its_owner() -> None:
 
     files = [*available_recipe_files().values(), *available_rules_files().values(),
              TESTS.parent / "harness" / "suites" / "zoo_expected.yaml"]
-    unowned, reasons = [], set()
+    unowned, unversioned, reasons = [], [], set()
     for path in files:
         stack = [yaml.safe_load(Path(path).read_text())]
         while stack:
@@ -427,10 +428,13 @@ def test_every_shipped_expected_failure_names_its_owner() -> None:
                     reasons.add(str(node["reason"]))
                     if not _OWNER.search(str(node["reason"])):
                         unowned.append(f"{Path(path).name}: {node.get('match')}")
+                    if not node.get("versions"):
+                        unversioned.append(f"{Path(path).name}: {node.get('match')}")
                 stack.extend(node.values())
             elif isinstance(node, list):
                 stack.extend(node)
     assert len(reasons) > 300 and not unowned, unowned
+    assert not unversioned, unversioned
     def xfail(reason: str) -> dict:
         return {"status": "XFAIL", "xfail": {"reason": reason}}
     assert not wanted(xfail("ties. Owner: none, int8 rounding makes them; found by bti"))  # no one's bug
