@@ -14,7 +14,8 @@ taken as recorded. A rule limited to a kind of machine (``when:``) is judged by 
 ``packages``: a run on executorch 1.4.1 judged from a 1.5.1 install keeps its 1.4 rules), not by this machine's and
 install's, unless ``--this-machine``. Prints each unexpected item, then per recipe its statuses and unexpected count.
 
-With ``--any-version``, an unexpected failure that a recipe rule limited to other versions would name is printed with
+With ``--any-version``, an unexpected failure that a recipe's or its case source's (the zoo's) rule limited to other
+versions would name is printed with
 that rule's ``versions:`` and reason (``also on …``): the candidates for widening a rule to another release, each to be
 checked against its evidence (``benchmarks/mismatch_evidence.py``) before the rule is widened.
 """
@@ -81,7 +82,7 @@ def main() -> int:
                 if unsaid:  # written before records said where a crash came: the rule's stage cannot be checked
                     print(f"  the record does not say the stage it died in; the rule for a crash in {unsaid[0]} would hold it")
                 if ns.any_version and own.is_failure:
-                    for rule in _elsewhere(recipe, r, delegated):
+                    for rule in [*_elsewhere(recipe, r, delegated), *cases.elsewhere(r, recipe)]:
                         if rule.expects(own, message, died_in, db):
                             print(f"  also on {dict(rule.versions)}: {rule.match} ({rule.reason[:120]})")
     for name in sorted({n for n, _ in counts}):
@@ -163,9 +164,26 @@ class _Cases:
         self.by_suite: dict[str, dict[str, Any]] = {}
 
     def source_rules(self, r: dict[str, Any], recipe: Any) -> list[Any]:
+        from harness.verdict import _source_xfail
+
+        item = self._item(r)
+        return [] if item is None else _source_xfail(item, recipe)
+
+    def elsewhere(self, r: dict[str, Any], recipe: Any) -> list[Any]:
+        """The case source's version-limited rules (the zoo's) that would list this record if their ``versions:`` held."""
+        import dataclasses
+
+        from harness.suites import case_judgement
+
+        item = self._item(r)
+        if item is None:
+            return []
+        return [rule for rule in case_judgement(item.case, item.axes.dtype, recipe).rules
+                if rule.versions and dataclasses.replace(rule, versions=()).applies(item.group, item.case.suite)]
+
+    def _item(self, r: dict[str, Any]) -> Any:
         from harness.cases.case import Axes, Item
         from harness.suites import load_suites
-        from harness.verdict import _source_xfail
 
         suite = r["suite"]
         if suite not in self.by_suite:
@@ -177,8 +195,8 @@ class _Cases:
         case = self.by_suite[suite].get(r.get("case"))
         axes = r.get("axes") or {}
         if case is None or not axes:
-            return []
-        return _source_xfail(Item(case, r["recipe"], Axes(axes["dtype"], axes["shape"])), recipe)
+            return None
+        return Item(case, r["recipe"], Axes(axes["dtype"], axes["shape"]))
 
 
 def _elsewhere(recipe, r, delegated):  # type: ignore[no-untyped-def]
