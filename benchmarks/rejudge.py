@@ -14,10 +14,10 @@ taken as recorded. A rule limited to a kind of machine (``when:``) is judged by 
 ``packages``: a run on executorch 1.4.1 judged from a 1.5.1 install keeps its 1.4 rules), not by this machine's and
 install's, unless ``--this-machine``. Prints each unexpected item, then per recipe its statuses and unexpected count.
 
-With ``--any-version``, an unexpected failure that a recipe's or its case source's (the zoo's) rule limited to other
-versions would name is printed with
-that rule's ``versions:`` and reason (``also on …``): the candidates for widening a rule to another release, each to be
-checked against its evidence (``benchmarks/mismatch_evidence.py``) before the rule is widened.
+With ``--any-version``, an unexpected failure that a recipe's or its case source's (the zoo's) rule limited to
+other versions would name is printed with that rule's ``versions:`` and reason (``also on …``): the candidates for
+widening a rule to another release, each to be checked against its evidence (``benchmarks/mismatch_evidence.py``)
+before the rule is widened.
 """
 
 from __future__ import annotations
@@ -171,15 +171,12 @@ class _Cases:
 
     def elsewhere(self, r: dict[str, Any], recipe: Any) -> list[Any]:
         """The case source's version-limited rules (the zoo's) that would list this record if their ``versions:`` held."""
-        import dataclasses
-
         from harness.suites import case_judgement
 
         item = self._item(r)
         if item is None:
             return []
-        return [rule for rule in case_judgement(item.case, item.axes.dtype, recipe).rules
-                if rule.versions and dataclasses.replace(rule, versions=()).applies(item.group, item.case.suite)]
+        return _limited_elsewhere(case_judgement(item.case, item.axes.dtype, recipe).rules, item.group, item.case.suite)
 
     def _item(self, r: dict[str, Any]) -> Any:
         from harness.cases.case import Axes, Item
@@ -201,11 +198,15 @@ class _Cases:
 
 def _elsewhere(recipe, r, delegated):  # type: ignore[no-untyped-def]
     """The recipe's version-limited xfail rules that would list this record if their ``versions:`` held."""
+    return _limited_elsewhere(recipe.xfail, r["id"].rsplit("@", 1)[0], r["suite"], delegated)
+
+
+def _limited_elsewhere(rules, key, suite, delegated=None):  # type: ignore[no-untyped-def]
+    """Those of ``rules`` limited by ``versions:`` that would list ``key`` if their versions held."""
     import dataclasses
 
-    key = r["id"].rsplit("@", 1)[0]
-    return [rule for rule in recipe.xfail
-            if rule.versions and dataclasses.replace(rule, versions=()).applies(key, r["suite"], delegated)]
+    return [rule for rule in rules
+            if rule.versions and dataclasses.replace(rule, versions=()).applies(key, suite, delegated)]
 
 
 if __name__ == "__main__":
