@@ -209,5 +209,19 @@ def _limited_elsewhere(rules, key, suite, delegated=None):  # type: ignore[no-un
             if rule.versions and dataclasses.replace(rule, versions=()).applies(key, suite, delegated)]
 
 
+def _main() -> int:
+    """``main``, with bad input (an unreadable or malformed results file, a recipe or rules file that does not load) as
+    one line and exit 2, as bti's own commands give it."""
+    import sys
+
+    from harness.errors import RecipeError
+
+    try:
+        return main()
+    except (OSError, json.JSONDecodeError, RecipeError) as exc:
+        print(f"rejudge: {exc}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_main())

@@ -7,6 +7,7 @@ import dataclasses
 import fnmatch
 import importlib.util
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -539,6 +540,34 @@ def test_rejudge_holds_a_zoo_record_to_the_zoo_s_own_rules_on_its_unwrapped_mess
     # for the failure only in the verdict's wrapping) no longer matches it
     assert out.stdout.splitlines()[-1] == "xnnpack: 1 unexpected (1 XFAIL, 1 FAIL_LOWER)"
     assert "unexpected: FAIL_LOWER " + fnet + " 'lower: RuntimeError: something else'" in out.stdout
+
+
+def test_rejudge_says_bad_input_in_one_line(tmp_path: Path) -> None:
+    """A results file that is not JSON lines, or a recipe whose rules file does not load: one line and exit 2."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def rejudge(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"kind": "header"}\n{"id": "op.add\n')
+    mine = tmp_path / "recipes"
+    mine.mkdir()
+    (mine / "mine.yaml").write_text("name: mine\nbackend: executorch\nxfail:\n  - include: broken\n")
+    (mine / "rules").mkdir()
+    (mine / "rules" / "broken.yaml").write_text('xfail:\n  - {match: "op.*", status: FAIL_RUN, reason: "x "y"}\n')
+    record = {"id": "op.add.base[float32,static]@mine", "recipe": "mine", "suite": "ops", "status": "PASS"}
+    good = tmp_path / "results.jsonl"
+    good.write_text(json.dumps({"kind": "header"}) + "\n" + json.dumps(record) + "\n")
+    for path, env in ((torn, {}), (tmp_path / "missing.jsonl", {}), (good, {"BTI_RECIPE_PATH": str(mine)})):
+        out = rejudge(path, **env)
+        assert out.returncode == 2 and out.stderr.startswith("rejudge: "), (path, out.stderr)
+        assert len(out.stderr.splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "broken.yaml" in rejudge(good, BTI_RECIPE_PATH=str(mine)).stderr
 
 
 def test_rejudge_finds_a_stale_rule_on_a_lowered_item(tmp_path: Path) -> None:
