@@ -214,12 +214,15 @@ def _main() -> int:
     one line and exit 2, as bti's own commands give it."""
     import sys
 
-    from harness.errors import RecipeError
+    from harness.errors import UserError
 
     try:
         return main()
-    except (OSError, json.JSONDecodeError, RecipeError) as exc:
-        print(f"rejudge: {exc}", file=sys.stderr)
+    except UserError as exc:  # bti's own family of bad input, rendered as bti renders it
+        print(f"rejudge: {exc.one_line()}", file=sys.stderr)
+        return 2
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"rejudge: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
 
