@@ -68,6 +68,47 @@ cases:
     assert recs["op.mul.a[float16,static]@torch-compile"]["status"] == "SKIP"
 
 
+def test_onnxruntime_program_with_its_weights_beside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model past protobuf's 2 GB (XGLM's 564 M parameters on `onnxruntime` raised EncodeError in lowering) is saved
+    with its weights in a file beside the graph, as torch's `ONNXProgram.save` does past its threshold; the session
+    loads that file and the program's bytes cover both. Torch's threshold is lowered here so a small model takes the
+    path a 2 GB one does."""
+    import os
+    from types import SimpleNamespace
+
+    import torch
+    from torch.onnx._internal.exporter import _onnx_program
+
+    from harness.backends import get_backend
+    from harness.recipes import load_recipe
+
+    recipe = load_recipe("onnxruntime")
+    backend = get_backend(recipe.backend)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(), torch.nn.Linear(48, 8)).eval()
+    x = torch.randn(3, 64)
+    ep = torch.export.export(model, (x,))
+    sizes = {}
+    for past in (False, True):
+        if past:
+            monkeypatch.setattr(_onnx_program, "_LARGE_MODEL_THRESHOLD", 0)
+        lowered, stats = backend.lower(recipe, ep, SimpleNamespace(example=(x,)))
+        files = sorted(os.listdir(lowered.directory.name))
+        blob, _ = backend.serialize(recipe, lowered)
+        assert len(blob) == sum(os.path.getsize(os.path.join(lowered.directory.name, f)) for f in files)
+        out = backend.run(backend.load(recipe, lowered, blob), (x,))
+        torch.testing.assert_close(out[0], model(x), rtol=1e-5, atol=1e-5)
+        assert stats["nodes_per_provider"]["CPUExecutionProvider"] >= 2
+        sizes[past] = (files, len(blob))
+        directory = lowered.directory.name
+        del lowered
+        assert not os.path.exists(directory)  # removed with the program
+    assert sizes[False][0] == ["model.onnx"]
+    assert len(sizes[True][0]) == 2 and sizes[True][0][0] == "model.onnx"  # the graph and its weights' file
+    weights = (64 * 48 + 48 + 48 * 8 + 8) * 4
+    assert sizes[True][1] >= weights and sizes[False][1] >= weights  # both carry every weight
+
+
 def test_baseline_recipe_and_blocked(bti, tmp_path: Path) -> None:
     res = bti("run", "-s", TINY, "-r", "torch-cpu", "-r", "portable", "--baseline", "fault-perturb",
               "-o", str(tmp_path / "o"), "--no-reuse", "-j", "1")

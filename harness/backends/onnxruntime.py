@@ -1,7 +1,8 @@
 """ONNX Runtime as a backend: ``torch.onnx.export(..., dynamo=True)``, then an ``InferenceSession``.
 
-Stages: lower (export to ONNX, and find which execution provider takes each node), serialize (the
-``.onnx`` bytes), load (a session from those bytes), run. Recipe keys: ``providers`` (the execution
+Stages: lower (export to ONNX, saved as a file, and find which execution provider takes each node), serialize
+(the program's bytes: the ``.onnx`` file, then its weights file for a model past protobuf's 2 GB), load (a session
+from the saved file), run. Recipe keys: ``providers`` (the execution
 provider list, in priority order, default ``[CPUExecutionProvider]``: a vendor names their own EP) and
 ``opset`` (default 18). The partition stats count the nodes each EP ran, taken from ONNX Runtime's own
 profile of one run: an EP that takes nothing shows as PASS_UNDELEGATED, as an ExecuTorch delegate does.
@@ -16,6 +17,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.backends import BaseBackend, Where, check_keys
@@ -39,6 +41,8 @@ class Exported:
     program: Any  # torch.onnx.ONNXProgram
     blob: bytes
     input_names: tuple[str, ...]
+    path: str  # the saved model, which a session loads; a model past 2 GB keeps its weights in a file beside it
+    directory: tempfile.TemporaryDirectory[str]  # removed with this object (or by the pool, if the worker dies)
 
 
 class OnnxRuntimeBackend(BaseBackend):
@@ -80,9 +84,9 @@ class OnnxRuntimeBackend(BaseBackend):
         program = torch.onnx.export(ep, dynamo=True, opset_version=opts.opset, verbose=False, optimize=True)
         if program is None:
             raise RuntimeError("torch.onnx.export returned no program")
-        blob = program.model_proto.SerializeToString()
-        names = tuple(i.name for i in program.model_proto.graph.input)
-        return Exported(program, blob, names), _assignment(blob, opts, names, built.example)
+        directory, path, blob = save(program)
+        names = tuple(str(v.name) for v in program.model.graph.inputs)  # the IR's: no whole-model proto built again
+        return Exported(program, blob, names, path, directory), _assignment(path, opts, names, built.example)
 
     def serialize(self, recipe: Recipe, lowered: Exported) -> tuple[bytes, list[dict[str, Any]]]:
         return lowered.blob, []
@@ -92,7 +96,7 @@ class OnnxRuntimeBackend(BaseBackend):
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
-        session = ort.InferenceSession(blob, options, providers=list(recipe.options.providers))
+        session = ort.InferenceSession(lowered.path, options, providers=list(recipe.options.providers))
         return session, lowered.input_names
 
     def run(self, handle: Any, inputs: tuple[Any, ...]) -> list[Any]:
@@ -101,6 +105,21 @@ class OnnxRuntimeBackend(BaseBackend):
         session, names = handle
         feed = _feed(names, inputs)
         return [torch.from_numpy(o) for o in session.run(None, feed)]
+
+
+def save(program: Any, external_data: bool | None = None) -> tuple[tempfile.TemporaryDirectory[str], str, bytes]:
+    """The program saved as ONNX Runtime loads it, and its bytes. One ``ModelProto`` cannot pass protobuf's 2 GB
+    (``SerializeToString`` raised EncodeError on XGLM's 564 M parameters), so torch's ``save`` moves a larger model's
+    weights to a file beside the graph (``external_data=None`` leaves that choice to it). The bytes are the graph's
+    file, then the weights' file: what a user ships, so the program's size and hash cover both."""
+    from harness.env import scratch_prefix
+
+    directory = tempfile.TemporaryDirectory(prefix=scratch_prefix())  # a dead worker's is removed by the pool
+    path = os.path.join(directory.name, "model.onnx")
+    program.save(path, external_data=external_data)
+    files = sorted(os.listdir(directory.name), key=lambda f: (f != "model.onnx", f))
+    blob = b"".join(Path(directory.name, f).read_bytes() for f in files)
+    return directory, path, blob
 
 
 def _feed(names: tuple[str, ...], inputs: tuple[Any, ...]) -> dict[str, Any]:
@@ -114,7 +133,7 @@ def _feed(names: tuple[str, ...], inputs: tuple[Any, ...]) -> dict[str, Any]:
             for n, t in zip(names, tensors, strict=True)}
 
 
-def _assignment(blob: bytes, opts: OrtOptions, names: tuple[str, ...], example: tuple[Any, ...]) -> dict[str, Any]:
+def _assignment(path: str, opts: OrtOptions, names: tuple[str, ...], example: tuple[Any, ...]) -> dict[str, Any]:
     """Nodes per execution provider, from ONNX Runtime's profile of one run on the example inputs."""
     import onnxruntime as ort
 
@@ -123,7 +142,7 @@ def _assignment(blob: bytes, opts: OrtOptions, names: tuple[str, ...], example: 
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(tmp, "profile")
         options.intra_op_num_threads = 1
-        session = ort.InferenceSession(blob, options, providers=list(opts.providers))
+        session = ort.InferenceSession(path, options, providers=list(opts.providers))
         session.run(None, _feed(names, example))
         with open(session.end_profiling()) as fh:
             events = json.load(fh)
