@@ -88,6 +88,7 @@ def test_onnxruntime_program_with_its_weights_beside_it(monkeypatch: pytest.Monk
     model = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(), torch.nn.Linear(48, 8)).eval()
     x = torch.randn(3, 64)
     ep = torch.export.export(model, (x,))
+
     def whole_proto(self: object) -> None:
         raise AssertionError("a ModelProto of the whole model was built: past 2 GB, protobuf cannot serialize it")
 

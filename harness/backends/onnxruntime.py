@@ -1,7 +1,7 @@
 """ONNX Runtime as a backend: ``torch.onnx.export(..., dynamo=True)``, then an ``InferenceSession``.
 
 Stages: lower (export to ONNX, saved as a file, and find which execution provider takes each node), serialize
-(the program's bytes: the ``.onnx`` file, then its weights file for a model past protobuf's 2 GB), load (a session
+(the program's bytes: the ``.onnx`` file, then its weights file past torch's 1.5 GB threshold), load (a session
 from the saved file), run. Recipe keys: ``providers`` (the execution
 provider list, in priority order, default ``[CPUExecutionProvider]``: a vendor names their own EP) and
 ``opset`` (default 18). The partition stats count the nodes each EP ran, taken from ONNX Runtime's own
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from harness.recipes import Recipe
 
 FALLBACK_EP = "CPUExecutionProvider"
+MODEL_FILE = "model.onnx"
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,12 @@ class Exported:
     program: Any  # torch.onnx.ONNXProgram
     blob: bytes
     input_names: tuple[str, ...]
-    path: str  # the saved model, which a session loads; a model past 2 GB keeps its weights in a file beside it
     directory: tempfile.TemporaryDirectory[str]  # removed with this object (or by the pool, if the worker dies)
+
+    @property
+    def path(self) -> str:
+        """The saved model, which a session loads; a large model keeps its weights in a file beside it."""
+        return os.path.join(self.directory.name, MODEL_FILE)
 
 
 class OnnxRuntimeBackend(BaseBackend):
@@ -84,9 +89,10 @@ class OnnxRuntimeBackend(BaseBackend):
         program = torch.onnx.export(ep, dynamo=True, opset_version=opts.opset, verbose=False, optimize=True)
         if program is None:
             raise RuntimeError("torch.onnx.export returned no program")
-        directory, path, blob = save(program)
+        directory, blob = _save(program)
         names = tuple(str(v.name) for v in program.model.graph.inputs)  # the IR's: no whole-model proto built again
-        return Exported(program, blob, names, path, directory), _assignment(path, opts, names, built.example)
+        exported = Exported(program, blob, names, directory)
+        return exported, _assignment(exported.path, opts, names, built.example)
 
     def serialize(self, recipe: Recipe, lowered: Exported) -> tuple[bytes, list[dict[str, Any]]]:
         return lowered.blob, []
@@ -107,19 +113,17 @@ class OnnxRuntimeBackend(BaseBackend):
         return [torch.from_numpy(o) for o in session.run(None, feed)]
 
 
-def save(program: Any, external_data: bool | None = None) -> tuple[tempfile.TemporaryDirectory[str], str, bytes]:
+def _save(program: Any) -> tuple[tempfile.TemporaryDirectory[str], bytes]:
     """The program saved as ONNX Runtime loads it, and its bytes. One ``ModelProto`` cannot pass protobuf's 2 GB
     (``SerializeToString`` raised EncodeError on XGLM's 564 M parameters), so torch's ``save`` moves a larger model's
-    weights to a file beside the graph (``external_data=None`` leaves that choice to it). The bytes are the graph's
+    weights to a file beside the graph past its 1.5 GB threshold. The bytes are the graph's
     file, then the weights' file: what a user ships, so the program's size and hash cover both."""
     from harness.env import scratch_prefix
 
     directory = tempfile.TemporaryDirectory(prefix=scratch_prefix())  # a dead worker's is removed by the pool
-    path = os.path.join(directory.name, "model.onnx")
-    program.save(path, external_data=external_data)
-    files = sorted(os.listdir(directory.name), key=lambda f: (f != "model.onnx", f))
-    blob = b"".join(Path(directory.name, f).read_bytes() for f in files)
-    return directory, path, blob
+    program.save(os.path.join(directory.name, MODEL_FILE))
+    files = sorted(os.listdir(directory.name), key=lambda f: (f != MODEL_FILE, f))
+    return directory, b"".join(Path(directory.name, f).read_bytes() for f in files)
 
 
 def _feed(names: tuple[str, ...], inputs: tuple[Any, ...]) -> dict[str, Any]:
