@@ -40,6 +40,7 @@ from harness.providers import ProviderError
 from harness.recipes import Recipe
 from harness.results import Record, atomic_write_text, dumps
 from harness.settings import current, use
+from harness.speedups.gc_policy import ItemMemory
 from harness.status import Stage, Status
 from harness.suites import is_model_kind
 from harness.verdict import ErrorInfo, GroupContext, Outcome, Program, StageOutcome, base_record, decide
@@ -702,7 +703,9 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
         _, outs, median = run_item(again, recipes[baseline_recipe], group, run_id)
         baseline = Baseline(baseline_recipe, blocked[0].value, outs, median) if outs is not None else None
     order = sorted(items, key=lambda it: (it.recipe != baseline_recipe, it.recipe != control_recipe))
+    memory = ItemMemory()
     for item in order:
+        memory.after_item()  # the previous item's garbage is not this one's memory
         on_start(item.id)
         recipe = recipes[item.recipe]
         if baseline_recipe and item.recipe != baseline_recipe and baseline is None:

@@ -7,8 +7,12 @@ measured on a tiny graph, GC was ~45% of an XNNPACK lowering (0.46 s → 0.25 s 
 (``parent_gc``: it imports, warms up and relays records), freezes its heap (``gc.freeze``, ``SPEEDUP.enable()``) just
 before forking workers (which also keeps copy-on-write pages shared), and a worker runs each group with automatic
 collection off, then collects once and freezes what survived (``group_gc``). Garbage cycles are still collected,
-once per group; anything a group leaves reachable is frozen, which worker recycling (``--max-items`` /
-``--max-growth-mb``) bounds.
+once per group, and between two items of a group where the first grew the worker by more than ``ITEM_GROWTH_MB``
+(``ItemMemory``): a zoo row's group holds one item per recipe, and each item's exported and lowered programs are cycles
+of FX nodes as large as the model, so without it one item's garbage lived on through the next (DeBERTa-v2's QA: a
+static int8 item ended its worker at 21.5 GB, and the torch-cpu-autocast-bf16 item after it was killed 9 s in by the
+worker memory limit, its own need 14.6 GB). Anything a group leaves reachable is frozen, which worker recycling
+(``--max-items`` / ``--max-growth-mb``) bounds.
 
 The parent also lowers a tiny model once per recipe before it forks (``harness.stages.warm_up``), so the lazily
 built state is built once rather than in every new worker; torch runs with one thread there, so no OpenMP pool
@@ -18,6 +22,8 @@ exists when the parent forks.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 from collections.abc import Iterator
 
@@ -70,3 +76,37 @@ def group_gc() -> Iterator[None]:
     finally:
         gc.collect()
         gc.freeze()
+
+
+ITEM_GROWTH_MB = 256.0  # an op item grows a worker by far less: their groups keep one collection each
+
+
+class ItemMemory:
+    """Between two items of one group: collect the garbage cycles the first left, and hand glibc's freed heap back
+    to the system, where the worker grew by more than ``ITEM_GROWTH_MB`` since the group started or since the last
+    collection, so the next item's memory (what the pool's limit reads, what its record reports) is its own."""
+
+    def __init__(self) -> None:
+        from harness.env import rss_mb
+
+        self._rss = rss_mb
+        self.since = rss_mb()
+
+    def after_item(self) -> bool:
+        """Collect if the worker grew past the threshold; whether it did."""
+        if self._rss() - self.since <= ITEM_GROWTH_MB:
+            return False
+        gc.collect()
+        _malloc_trim()
+        self.since = self._rss()
+        return True
+
+
+def _malloc_trim() -> None:
+    """glibc's ``malloc_trim(0)``: the arenas' free pages back to the system (nothing where the C library is not
+    glibc). Large arrays are mapped and unmapped on their own; this is for the many small blocks FX graphs free."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
