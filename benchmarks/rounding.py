@@ -174,8 +174,8 @@ def main(argv: list[str]) -> None:
             o = delegate[i]
             print(f"output[{i}]: the delegate {sqnr_db(o, p):.2f} dB from the program (max abs {float((o - p).abs().max()):.4g}), "
                   f"{sqnr_db(o, d):.2f} dB from the moved one (max abs {float((o - d).abs().max()):.4g}), "
-                  f"gain along fp32 against the judge's reference (the {what} program with --per-row, else the "
-                  f"program as written) {gain_along(o, d if args.per_row else p, f):.4f}, "
+                  f"gain along fp32 against the judge's reference ({'the per-row program' if args.per_row else 'the program as written'}) "
+                  f"{gain_along(o, d if args.per_row else p, f):.4f}, "
                   f"{sqnr_db(o, f):.2f} dB from fp32")
 
 
