@@ -12,6 +12,10 @@
 * A native runtime's error code: ExecuTorch returns one (``method->execute() failed with error 0x1``) after it has
   logged why (``[XNNExecutor.cpp:169] Internal Error: Propagating input shapes failed …``) on the worker's stderr.
   ``runtime_said`` finds that line in what the stage wrote there, and the detail and the signature carry it.
+* A C++ library that nests its exceptions as text (OpenVINO: "Exception from src/inference/src/cpp/core.cpp:114:" on a
+  line of its own, then the next level's, down to the message): the innermost level's message, with the source line
+  that threw it, leads; the outer levels stay in the message's later lines. So every OpenVINO compile failure is not
+  one signature.
 * ``signature``: type, message with its numbers and addresses blanked, and the function that raised it. One upstream
   bug met by many ops on many recipes is one signature.
 """
@@ -26,6 +30,7 @@ from types import TracebackType
 
 _SITE = re.compile(r".*?/(?:site|dist)-packages/|.*/(?=harness/)")  # a package's path from its own directory
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_NESTED = re.compile(r"^Exception from (\S+:\d+):$")  # one level of a C++ exception nested as text (OpenVINO)
 _FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')  # a frame as faulthandler prints it
 # the frames a Python thread waits in when it has nothing to do (a pool's worker, a queue, a selector)
 _IDLE = re.compile(r'/(?:concurrent/futures/thread|threading|queue|selectors|socket)\.py", line \d+ in ')
@@ -82,7 +87,21 @@ def _first(exc: BaseException) -> str:
         prog = PurePath(str(cmd[0])).name if cmd else "command"
         said = _tool_said(exc)
         return f"{prog} exited with status {exc.returncode}" + (f": {said}" if said else "")
-    return (str(exc).strip() or name).splitlines()[0].strip().removeprefix(f"{name}: ")
+    return _innermost((str(exc).strip() or name).splitlines()).removeprefix(f"{name}: ")
+
+
+def _innermost(lines: list[str]) -> str:
+    """A message's first line; where it opens with levels of a C++ exception nested as text (``_NESTED``), the
+    innermost level's first line and the source line that threw it."""
+    where = ""
+    for i, line in enumerate(ln.strip() for ln in lines):
+        nested = _NESTED.match(line)
+        if nested:
+            where = nested.group(1)
+        elif line:
+            said_where = re.search(r"\bat \S+:\d+", line)  # "Check '…' failed at src/…/frontend.cpp:140": its own
+            return f"{line} (thrown at {where})" if where and i and not said_where else line
+    return lines[0].strip() if lines else ""
 
 
 def where_raised(tb: TracebackType | None) -> str:
@@ -104,7 +123,9 @@ def describe(exc: BaseException) -> tuple[str, str, str]:
     head = f"{rtype}: {_first(root)}" + (f" (raised at {where})" if where else "")
     if root is not exc:
         head += f"; wrapped by {type(exc).__name__}: {_first(exc)}"
-    return rtype, "\n".join([head, *(str(root).strip() or rtype).splitlines()[1:]]), where
+    lines = (str(root).strip() or rtype).splitlines()
+    rest = lines if _innermost(lines) != lines[0].strip() else lines[1:]  # a nested message keeps its outer levels
+    return rtype, "\n".join([head, *rest]), where
 
 
 def chain(exc: BaseException) -> list[str]:

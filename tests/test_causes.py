@@ -218,3 +218,28 @@ def test_only_an_exception_that_says_an_error_code_takes_the_runtimes_words(tmp_
                                                   "input shapes failed with code: xnn_status_invalid_parameter"), coded.message
     assert "earlier item" not in coded.message and coded.signature.startswith("RuntimeError: [XNNExecutor.cpp:N] Internal Error")
     assert "runtime logged" not in own.message and own.signature.startswith("ValueError: a lowering's own words")
+
+
+def test_a_cpp_exception_nested_as_text_is_named_by_its_innermost_level() -> None:
+    """OpenVINO nests its C++ exceptions as text, a line per level: the detail and the signature name the innermost
+    message (and where it was thrown), so two compile failures of different causes are two triage groups."""
+
+    def compile_model(inner: str) -> BaseException:
+        try:
+            raise RuntimeError("Exception from src/inference/src/cpp/core.cpp:114:\n"
+                               "Exception from src/inference/src/dev/plugin.cpp:53:\n" + inner + "\n\n")
+        except RuntimeError as exc:
+            return exc
+
+    brgemm = error_info(compile_model("Exception from src/common/snippets/src/op/brgemm.cpp:135:\n"
+                                      "BrgemmCPU node has incompatible input element types: f32 and bf16"))
+    first = brgemm.message.splitlines()[0]
+    assert first.startswith("RuntimeError: BrgemmCPU node has incompatible input element types: f32 and bf16 "
+                            "(thrown at src/common/snippets/src/op/brgemm.cpp:135) (raised at ")
+    assert "Exception from src/inference/src/cpp/core.cpp:114:" in brgemm.message  # the outer levels stay
+    check = error_info(compile_model("Check 'is_conversion_successful' failed at src/frontends/pytorch/src/frontend.cpp:140:\n"
+                                     "FrontEnd API failed with OpConversionFailure"))
+    assert check.message.splitlines()[0].startswith(
+        "RuntimeError: Check 'is_conversion_successful' failed at src/frontends/pytorch/src/frontend.cpp:140: (raised at ")
+    assert brgemm.signature != check.signature and "core.cpp" not in brgemm.signature + check.signature
+    assert error_info(compile_model("plain")).signature == error_info(compile_model("plain")).signature
