@@ -30,7 +30,7 @@ from types import TracebackType
 
 _SITE = re.compile(r".*?/(?:site|dist)-packages/|.*/(?=harness/)")  # a package's path from its own directory
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?")
-_NESTED = re.compile(r"^Exception from (\S+:\d+):$")  # one level of a C++ exception nested as text (OpenVINO)
+_NESTED = re.compile(r"^Exception from (\S+:\d+):?$")  # one level of a C++ exception nested as text (OpenVINO)
 _FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')  # a frame as faulthandler prints it
 # the frames a Python thread waits in when it has nothing to do (a pool's worker, a queue, a selector)
 _IDLE = re.compile(r'/(?:concurrent/futures/thread|threading|queue|selectors|socket)\.py", line \d+ in ')
@@ -101,7 +101,7 @@ def _innermost(lines: list[str]) -> str:
         elif line:
             said_where = re.search(r"\bat \S+:\d+", line)  # "Check '…' failed at src/…/frontend.cpp:140": its own
             return f"{line} (thrown at {where})" if where and i and not said_where else line
-    return lines[0].strip() if lines else ""
+    return f"Exception from {where}" if where else lines[0].strip() if lines else ""  # nesting alone: its innermost
 
 
 def where_raised(tb: TracebackType | None) -> str:

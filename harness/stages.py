@@ -693,6 +693,7 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
     recipe's (so the others' triage can name it)."""
     context = context or GroupContext()
     group = Group(items[0])
+    memory = ItemMemory()  # before a requeued group's baseline is computed again: its garbage counts too
     control = context.control
     baseline: Baseline | None = None
     blocked = context.baseline  # (status, detail) of a baseline that gave no outputs
@@ -703,7 +704,6 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
         _, outs, median = run_item(again, recipes[baseline_recipe], group, run_id)
         baseline = Baseline(baseline_recipe, blocked[0].value, outs, median) if outs is not None else None
     order = sorted(items, key=lambda it: (it.recipe != baseline_recipe, it.recipe != control_recipe))
-    memory = ItemMemory()
     for item in order:
         memory.after_item()  # the previous item's garbage is not this one's memory
         on_start(item.id)
@@ -729,3 +729,4 @@ def execute_group(items: list[Item], recipes: dict[str, Recipe], run_id: str,
         if group.weights_written():  # that backend wrote into the shared weights: the next recipes get a fresh build
             group = Group(items[0])
         group.program_changed()  # or into the shared exported program: the next recipes export again
+        outs = None  # not held through the next item (a baseline keeps its own reference)

@@ -243,3 +243,6 @@ def test_a_cpp_exception_nested_as_text_is_named_by_its_innermost_level() -> Non
         "RuntimeError: Check 'is_conversion_successful' failed at src/frontends/pytorch/src/frontend.cpp:140: (raised at ")
     assert brgemm.signature != check.signature and "core.cpp" not in brgemm.signature + check.signature
     assert error_info(compile_model("plain")).signature == error_info(compile_model("plain")).signature
+    only = error_info(compile_model("Exception from src/plugins/intel_cpu/src/graph.cpp:53"))  # no message of its own
+    assert only.message.splitlines()[0].startswith("RuntimeError: Exception from src/plugins/intel_cpu/src/graph.cpp:53 (raised at ")
+    assert "graph.cpp" in only.signature and "core.cpp" not in only.signature

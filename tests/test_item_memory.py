@@ -70,6 +70,9 @@ def test_execute_group_checks_between_every_item(monkeypatch: pytest.MonkeyPatch
     calls: list[str] = []
 
     class Spy:
+        def __init__(self) -> None:
+            calls.append("made")
+
         def after_item(self) -> bool:
             calls.append("after")
             return False
@@ -83,7 +86,7 @@ def test_execute_group_checks_between_every_item(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(stages, "Group", lambda item: _FakeGroup())
     items, started = [_item("a"), _item("b")], list[str]()
     stages.execute_group(items, {"a": object(), "b": object()}, "run", on_start=started.append, emit=lambda rec: None)  # type: ignore[dict-item]
-    assert calls == ["after", "a", "after", "b"]
+    assert calls == ["made", "after", "a", "after", "b"]  # one per group, asked before every item
     assert started == [it.id for it in items]
 
 

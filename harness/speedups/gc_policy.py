@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import gc
 from collections.abc import Iterator
+from typing import Any
 
 from harness.speedups.base import ANY_STACK, Speedup
 
@@ -105,8 +106,16 @@ class ItemMemory:
 def _malloc_trim() -> None:
     """glibc's ``malloc_trim(0)``: the arenas' free pages back to the system (nothing where the C library is not
     glibc). Large arrays are mapped and unmapped on their own; this is for the many small blocks FX graphs free."""
+    trim = _trim_function()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _trim_function() -> Any:
+    """glibc's ``malloc_trim``, loaded once (the process's own symbols, where the C library is already mapped), or
+    None where there is none."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
-        pass
+        return None
