@@ -124,7 +124,7 @@ def describe(exc: BaseException) -> tuple[str, str, str]:
     if root is not exc:
         head += f"; wrapped by {type(exc).__name__}: {_first(exc)}"
     lines = (str(root).strip() or rtype).splitlines()
-    rest = lines if _innermost(lines) != lines[0].strip() else lines[1:]  # a nested message keeps its outer levels
+    rest = lines if _NESTED.match(lines[0].strip()) else lines[1:]  # a nested message keeps its outer levels
     return rtype, "\n".join([head, *rest]), where
 
 

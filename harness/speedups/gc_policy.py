@@ -28,6 +28,7 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
+from harness.env import rss_mb
 from harness.speedups.base import ANY_STACK, Speedup
 
 
@@ -88,18 +89,15 @@ class ItemMemory:
     collection, so the next item's memory (what the pool's limit reads, what its record reports) is its own."""
 
     def __init__(self) -> None:
-        from harness.env import rss_mb
-
-        self._rss = rss_mb
         self.since = rss_mb()
 
     def after_item(self) -> bool:
         """Collect if the worker grew past the threshold; whether it did."""
-        if self._rss() - self.since <= ITEM_GROWTH_MB:
+        if rss_mb() - self.since <= ITEM_GROWTH_MB:
             return False
         gc.collect()
         _malloc_trim()
-        self.since = self._rss()
+        self.since = rss_mb()
         return True
 
 
