@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.cases.case import Item
 from harness.cases.suite import load_suite
 from harness.errors import SpecError, UserError
 from harness.recipes import load_recipe
-from harness.runner.matrix import Filters, expand
+from harness.runner.matrix import Filters, _Globs, expand
 from harness.suites import load_suites
 
 from .conftest import FIXTURES
@@ -146,6 +147,29 @@ def test_filters_select_by_op_tag_glob_and_dtype() -> None:
     assert [i.id for i in expand(cases, recipes, Filters(patterns=(item.group,)))] == [item.id]
     assert item.id not in {i.id for i in expand(cases, recipes, Filters(patterns=("op.relu.*",), exclude=(item.id,)))}
 
+
+
+def test_filters_index_keeps_every_glob_s_meaning() -> None:
+    """The filter indexes its globs by literal prefix (``matrix._Globs``): it keeps exactly what trying each glob on each
+    key keeps, for wildcards at the start, the middle and the end, character classes, ``?``, pasted ids and plain ids."""
+    import fnmatch
+
+    def by_hand(item: Item, globs: tuple[str, ...]) -> bool:
+        keys = (item.case.id, item.group, item.id)
+        return any(k == p or fnmatch.fnmatchcase(k, p) for p in globs for k in keys)
+
+    cases = load_suites(["ops"])
+    recipes = [load_recipe("portable"), load_recipe("xnnpack")]
+    every = expand(cases, recipes)
+    some = every[::37]
+    patterns = ("*relu*", "op.add.*[[]float32,*", "op.?ul.*", "op.sub.[br]*@xnnpack", "*@portable",
+                some[0].id, some[1].group, some[2].case.id, some[4].id + "*", "[o]p.max_pool2d.*", "nothing.like.this*")
+    for pats, excl in ((patterns, ()), (tuple(i.id for i in some), ()), (("op.*",), (*patterns[:4], some[3].id))):
+        want = [i.id for i in every if by_hand(i, pats) and not (excl and by_hand(i, excl))]
+        got = [i.id for i in expand(cases, recipes, Filters(patterns=pats, exclude=excl))]
+        assert got == want and want and len(want) < len(every)
+    # a glob whose literal prefix is the whole key (its wildcard matching nothing)
+    assert _Globs(("op.relu*",)).any(("op.relu",)) and not _Globs(("op.relu?",)).any(("op.relu",))
 
 def test_unknown_suite_and_recipe_are_user_errors() -> None:
     with pytest.raises(UserError, match="unknown suite 'nosuch'"):

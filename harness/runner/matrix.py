@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -23,9 +24,9 @@ class Filters:
 
     def keep(self, item: Item) -> bool:
         keys = (item.case.id, item.group, item.id)
-        if self.patterns and not any(_matches(k, p) for p in self.patterns for k in keys):
+        if self.patterns and not self._patterns.any(keys):
             return False
-        if self.exclude and any(_matches(k, p) for p in self.exclude for k in keys):
+        if self.exclude and self._exclude.any(keys):
             return False
         if self.ops and not _op_matches(item.case, self.ops):
             return False
@@ -35,11 +36,39 @@ class Filters:
             return False
         return not (self.shapes and item.axes.shape not in self.shapes)
 
+    @functools.cached_property
+    def _patterns(self) -> _Globs:
+        return _Globs(self.patterns)
 
-def _matches(key: str, pattern: str) -> bool:
-    """A glob, or the id itself: an item id pasted from a report (``op.add.x[float32,static]@xnnpack``) matches though
-    its brackets read as a character class in a glob."""
-    return key == pattern or fnmatch.fnmatchcase(key, pattern)
+    @functools.cached_property
+    def _exclude(self) -> _Globs:
+        return _Globs(self.exclude)
+
+
+class _Globs:
+    """Globs, each also matching its own text (an item id pasted from a report, ``op.add.x[float32,static]@xnnpack``,
+    matches though its brackets read as a character class), indexed by their literal prefix: a glob can match only a
+    key its prefix (the text before its first ``*``, ``?`` or ``[``) begins, so a key is tried against the globs under
+    its own prefixes, not against every glob. ``bti run -k`` with the 2,241 ids of a rerun list kept 2,241 of 5,580
+    items in 28 s when each item tried every glob."""
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        self.exact = frozenset(patterns)
+        self.by_prefix: dict[str, list[str]] = {}
+        for p in dict.fromkeys(patterns):
+            cut = min((i for i in (p.find(c) for c in "*?[") if i >= 0), default=-1)
+            if cut >= 0:  # no wildcard: equality (above) is its only match
+                self.by_prefix.setdefault(p[:cut], []).append(p)
+
+    def any(self, keys: tuple[str, ...]) -> bool:
+        for key in keys:
+            if key in self.exact:
+                return True
+            for n in range(len(key) + 1):
+                for p in self.by_prefix.get(key[:n], ()):
+                    if fnmatch.fnmatchcase(key, p):
+                        return True
+        return False
 
 
 def _op_matches(case: Case, ops: tuple[str, ...]) -> bool:
