@@ -31,6 +31,9 @@ from types import TracebackType
 _SITE = re.compile(r".*?/(?:site|dist)-packages/|.*/(?=harness/)")  # a package's path from its own directory
 _NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 _NESTED = re.compile(r"^Exception from (\S+:\d+):?$")  # one level of a C++ exception nested as text (OpenVINO)
+# OpenVINO's failed assertion (OPENVINO_ASSERT): "Check 'is_conversion_successful' failed at src/…/frontend.cpp:140:",
+# its explanation on the next line
+_CHECK = re.compile(r"^Check '.*' failed at \S+:\d+:?$")
 _FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')  # a frame as faulthandler prints it
 # the frames a Python thread waits in when it has nothing to do (a pool's worker, a queue, a selector)
 _IDLE = re.compile(r'/(?:concurrent/futures/thread|threading|queue|selectors|socket)\.py", line \d+ in ')
@@ -92,14 +95,19 @@ def _first(exc: BaseException) -> str:
 
 def _innermost(lines: list[str]) -> str:
     """A message's first line; where it opens with levels of a C++ exception nested as text (``_NESTED``), the
-    innermost level's first line and the source line that threw it."""
+    innermost level's first line and the source line that threw it. A failed check of OpenVINO's (``_CHECK``: "Check
+    'cond' failed at file:line:") says why on the line after it, which joins it."""
     where = ""
-    for i, line in enumerate(ln.strip() for ln in lines):
+    stripped = [ln.strip() for ln in lines]
+    for i, line in enumerate(stripped):
         nested = _NESTED.match(line)
         if nested:
             where = nested.group(1)
         elif line:
-            said_where = re.search(r"\bat \S+:\d+", line)  # "Check '…' failed at src/…/frontend.cpp:140": its own
+            if _CHECK.match(line):  # it says where itself
+                said = next((ln for ln in stripped[i + 1:] if ln), "")
+                return f"{line} {said}" if said and not _NESTED.match(said) else line
+            said_where = re.search(r"\bat \S+:\d+", line)  # a line that names its own source line
             return f"{line} (thrown at {where})" if where and i and not said_where else line
     return f"Exception from {where}" if where else lines[0].strip() if lines else ""  # nesting alone: its innermost
 

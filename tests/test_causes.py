@@ -239,8 +239,15 @@ def test_a_cpp_exception_nested_as_text_is_named_by_its_innermost_level() -> Non
     assert "Exception from src/inference/src/cpp/core.cpp:114:" in brgemm.message  # the outer levels stay
     check = error_info(compile_model("Check 'is_conversion_successful' failed at src/frontends/pytorch/src/frontend.cpp:140:\n"
                                      "FrontEnd API failed with OpConversionFailure"))
-    assert check.message.splitlines()[0].startswith(
-        "RuntimeError: Check 'is_conversion_successful' failed at src/frontends/pytorch/src/frontend.cpp:140: (raised at ")
+    assert check.message.splitlines()[0].startswith(  # a failed check's explanation, on the line after it, joins it
+        "RuntimeError: Check 'is_conversion_successful' failed at src/frontends/pytorch/src/frontend.cpp:140: "
+        "FrontEnd API failed with OpConversionFailure (raised at ")
+    repack = error_info(compile_model("Check 'repacking_expr' failed at src/plugins/intel_cpu/src/transformations/snippets/x64/"
+                                      "pass/lowered/adjust_brgemm_copy_b_loop_ports.cpp:117:\nBrgemmCopyB expression is not found"))
+    assert repack.message.splitlines()[0].startswith("RuntimeError: Check 'repacking_expr' failed at src/plugins/intel_cpu/"
+                                                     "src/transformations/snippets/x64/pass/lowered/"
+                                                     "adjust_brgemm_copy_b_loop_ports.cpp:117: BrgemmCopyB expression is not found")
+    assert "BrgemmCopyB expression is not found" in repack.signature and repack.signature != check.signature
     assert brgemm.signature != check.signature and "core.cpp" not in brgemm.signature + check.signature
     assert error_info(compile_model("plain")).signature == error_info(compile_model("plain")).signature
     only = error_info(compile_model("Exception from src/plugins/intel_cpu/src/graph.cpp:53"))  # no message of its own
