@@ -43,6 +43,31 @@ def _cpu_flags(*any_of: str) -> str:
             f"print('n/a' if not x86 else '' if flags is None else 'present' if flags & set({tuple(sorted(any_of))!r}) else 'absent')")
 
 
+def _onednn_isa(imports: str, work: str, amx: bool) -> str:
+    """Code printing the instruction set a library's oneDNN runs on, from oneDNN's own verbose "isa:" line (written to
+    standard output while ``work`` runs, after ``imports``): amx (only with ``amx``), avx512, avx2, avx, sse41, aarch64
+    or other, and nothing (None) where oneDNN says nothing."""
+    return ("import ctypes, os, tempfile\n"
+            "os.environ['ONEDNN_VERBOSE'] = '1'\n"
+            f"{imports}\n"
+            "libc = ctypes.CDLL(None)\n"
+            "with tempfile.TemporaryFile() as f:\n"
+            "    saved = os.dup(1)\n"
+            "    libc.fflush(None)\n"
+            "    os.dup2(f.fileno(), 1)\n"
+            "    try:\n"
+            f"        {work}\n"
+            "        libc.fflush(None)\n"
+            "    finally:\n"
+            "        os.dup2(saved, 1)\n"
+            "    f.seek(0)\n"
+            "    said = f.read().decode(errors='replace')\n"
+            "isa = next((ln.split('isa:', 1)[1] for ln in said.splitlines() if ',info,cpu,isa:' in ln), '')\n"
+            f"print('' if not isa else 'amx' if {amx!r} and 'AMX' in isa else 'avx512' if 'AVX-512' in isa or 'AVX10' in isa\n"
+            "      else 'avx2' if 'AVX2' in isa else 'avx' if 'AVX' in isa else 'sse41' if 'SSE4.1' in isa\n"
+            "      else 'aarch64' if 'AArch64' in isa else 'other')")
+
+
 FACTS: dict[str, Fact] = {
     # OpenVINO's CPU plugin runs a float32 model at this precision by default: bf16 on CPUs with native bfloat16 (AMX,
     # AVX512_BF16), else f32. The ExecuTorch OpenVINO backend passes no precision hint, so its programs run at it.
@@ -61,25 +86,19 @@ FACTS: dict[str, Fact] = {
     # kernels differ at the boundaries (float32 GELU of +inf: NaN on AVX-512). ONEDNN_MAX_CPU_ISA caps it, so it is part
     # of the key. Nothing printed (None) where oneDNN does not say
     "torch-onednn-isa": Fact(
-        "import ctypes, os, tempfile\n"
-        "os.environ['ONEDNN_VERBOSE'] = '1'\n"
-        "import torch\n"
-        "libc = ctypes.CDLL(None)\n"
-        "with tempfile.TemporaryFile() as f:\n"
-        "    saved = os.dup(1)\n"
-        "    libc.fflush(None)\n"
-        "    os.dup2(f.fileno(), 1)\n"
-        "    try:\n"
-        "        torch.nn.functional.gelu(torch.ones(64))\n"
-        "        libc.fflush(None)\n"
-        "    finally:\n"
-        "        os.dup2(saved, 1)\n"
-        "    f.seek(0)\n"
-        "    said = f.read().decode(errors='replace')\n"
-        "isa = next((ln.split('isa:', 1)[1] for ln in said.splitlines() if ',info,cpu,isa:' in ln), '')\n"
-        "print('' if not isa else 'avx512' if 'AVX-512' in isa or 'AVX10' in isa else 'avx2' if 'AVX2' in isa\n"
-        "      else 'avx' if 'AVX' in isa else 'sse41' if 'SSE4.1' in isa else 'aarch64' if 'AArch64' in isa else 'other')",
+        _onednn_isa("import torch", "torch.nn.functional.gelu(torch.ones(64))", amx=False),
         ("avx512", "avx2", "avx", "sse41", "aarch64", "other"), "torch", ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")),
+    # the instruction set OpenVINO's CPU plugin runs on here, as its own oneDNN reports it around one small convolution
+    # (a float32 matrix multiply at f32 precision is not oneDNN's there): with AMX its int8 kernels are AMX's (tile multiplies), whose results on a quantized network can depart
+    # from the program where the same program on AVX-512 VNNI does not (timm's visformer). ONEDNN_MAX_CPU_ISA caps
+    # OpenVINO's oneDNN too (and with it the bf16 default precision), so it is part of the key
+    "openvino-cpu-isa": Fact(
+        _onednn_isa("import numpy as np\nimport openvino as ov\nfrom openvino import opset13 as ops",
+                    "x = ops.parameter([1, 8, 16, 16], np.float32)\n"
+                    "        w = ops.constant(np.ones((8, 8, 3, 3), np.float32))\n"
+                    "        m = ov.Model([ops.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1])], [x])\n"
+                    "        ov.Core().compile_model(m, 'CPU')(np.ones((1, 8, 16, 16), np.float32))", amx=True),
+        ("amx", "avx512", "avx2", "avx", "sse41", "aarch64", "other"), "openvino", ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")),
     # whether ATen sends float16 convolutions to oneDNN (torch.ops.mkldnn._is_mkldnn_fp16_supported(): ideep's float16,
     # on CPUs with AVX512_FP16 or AVX-NE-CONVERT; ATen's use_mkldnn), else to its own im2col kernels: eager's float16
     # rounding, the noise floor a float16 output is held to, is the one or the other's. oneDNN's ISA cap moves it

@@ -728,6 +728,22 @@ def test_the_torch_facts_are_what_decides_the_references_kernels(monkeypatch: py
         assert fp16 == "aten"  # ideep's float16 needs AVX512_FP16 or AVX-NE-CONVERT on x86
 
 
+
+def test_openvino_s_isa_is_what_its_own_onednn_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``openvino-cpu-isa`` is what OpenVINO's CPU plugin's oneDNN says it runs on: AMX where the CPU has AMX's int8 and
+    bf16 tiles, else AVX-512 or AVX2 by the CPU's flags; ONEDNN_MAX_CPU_ISA caps it as it caps OpenVINO's kernels."""
+    pytest.importorskip("openvino")
+    from harness.facts import FACTS, _ask
+
+    here = _ask("openvino-cpu-isa")
+    assert here in FACTS["openvino-cpu-isa"].values
+    flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else set()
+    if "avx2" in flags:
+        assert here == ("amx" if {"amx_int8", "amx_bf16"} <= flags else "avx512" if "avx512f" in flags else "avx2")
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+        assert _ask("openvino-cpu-isa") == "avx2"  # OpenVINO's oneDNN, capped
+
+
 def test_a_timeout_says_what_the_item_had_of_the_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A TIMEOUT beside more processes than cores may be the machine's (RoBERTa's causal LM on ``portable``: a TIMEOUT
     beside three processes on two cores, a PASS alone in 41 % of its time). Its detail gives the cores the item's
