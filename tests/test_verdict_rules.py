@@ -716,8 +716,8 @@ def test_the_torch_facts_are_what_decides_the_references_kernels(monkeypatch: py
     here = _ask("torch-onednn-isa")
     assert here in FACTS["torch-onednn-isa"].values
     flags = set(Path("/proc/cpuinfo").read_text(errors="replace").split()) if Path("/proc/cpuinfo").exists() else set()
-    if "avx2" in flags:  # an x86 CPU with AVX2: oneDNN runs at least that, AVX-512 only where the CPU has it
-        assert here in (("avx512", "avx2") if "avx512f" in flags else ("avx2",))
+    if "avx2" in flags:  # an x86 CPU with AVX2: oneDNN runs at least that, AVX-512 or AMX only where the CPU has it
+        assert here == ("amx" if {"amx_int8", "amx_bf16"} <= flags else "avx512" if "avx512f" in flags else "avx2")
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
     if flags & {"sse4_1"}:
         assert _ask("torch-onednn-isa") == "sse41"  # the child's oneDNN, as a worker's would be
