@@ -106,7 +106,9 @@ def _innermost(lines: list[str]) -> str:
         elif line:
             if _CHECK.match(line):  # it says where itself
                 said = next((ln for ln in stripped[i + 1:] if ln), "")
-                return f"{line} {said}" if said and not _NESTED.match(said) else line
+                if _NESTED.match(said):  # an outer level: the innermost is further down
+                    continue
+                return f"{line} {said}" if said else line
             said_where = re.search(r"\bat \S+:\d+", line)  # a line that names its own source line
             return f"{line} (thrown at {where})" if where and i and not said_where else line
     return f"Exception from {where}" if where else lines[0].strip() if lines else ""  # nesting alone: its innermost

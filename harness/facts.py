@@ -73,7 +73,7 @@ FACTS: dict[str, Fact] = {
     # AVX512_BF16), else f32. The ExecuTorch OpenVINO backend passes no precision hint, so its programs run at it.
     "openvino-cpu-precision": Fact(
         "import openvino as ov; print(ov.Core().get_property('CPU', 'INFERENCE_PRECISION_HINT').get_type_name())",
-        ("bf16", "f16", "f32"), "openvino"),
+        ("bf16", "f16", "f32"), "openvino", ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")),  # a cap below AMX/BF16: f32
     # whether the x86 CPU has VNNI (AVX512_VNNI, AVX_VNNI, AMX_INT8): without it, int8 dot products go through
     # vpmaddubsw, whose 16-bit intermediate sums saturate (OpenVINO's "saturation (overflow) issue" on SSE, AVX2 and
     # AVX-512 CPUs before VNNI), so an int8 program's results depend on it

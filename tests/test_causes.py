@@ -248,6 +248,10 @@ def test_a_cpp_exception_nested_as_text_is_named_by_its_innermost_level() -> Non
                                                      "src/transformations/snippets/x64/pass/lowered/"
                                                      "adjust_brgemm_copy_b_loop_ports.cpp:117: BrgemmCopyB expression is not found")
     assert "BrgemmCopyB expression is not found" in repack.signature and repack.signature != check.signature
+    outer = error_info(compile_model("Check 'ok' failed at src/a.cpp:1:\nException from src/b.cpp:2:\nthe inner reason"))
+    assert outer.message.splitlines()[0].startswith("RuntimeError: the inner reason (thrown at src/b.cpp:2)"), outer.message
+    bare = error_info(compile_model("Check 'ok' failed at src/a.cpp:1:"))  # no explanation: the check alone
+    assert bare.message.splitlines()[0].startswith("RuntimeError: Check 'ok' failed at src/a.cpp:1: (raised at ")
     assert brgemm.signature != check.signature and "core.cpp" not in brgemm.signature + check.signature
     assert error_info(compile_model("plain")).signature == error_info(compile_model("plain")).signature
     only = error_info(compile_model("Exception from src/plugins/intel_cpu/src/graph.cpp:53"))  # no message of its own

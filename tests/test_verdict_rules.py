@@ -295,6 +295,7 @@ def test_openvino_says_its_cpu_precision_and_the_bf16_rules_name_it() -> None:
         assert {"op.linear.module[[]float32,static]", "op.conv2d.nn_conv[[]float32,static]"} <= {rule.match for rule in vnni} or not vnni
         # what the run's header records of the machine, beside the recipe (recipe_info)
         assert load_recipe(name).facts() == {"openvino-cpu-precision": fact("openvino-cpu-precision"),
+                                             "openvino-cpu-isa": fact("openvino-cpu-isa"),  # eos_pool's, per CPU
                                              **({"cpu-vnni": fact("cpu-vnni")} if vnni else {})}
 
 

