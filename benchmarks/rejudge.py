@@ -10,8 +10,9 @@ lists is XPASS, and so is a LOWERED item under a rule that expects only what low
 message is the record's own detail (the ``[xfail: …]``/``[unexpected: …]`` the verdict added taken off) and its error
 message, as the verdict matched them. SKIP rules, capabilities and FAIL_EXPORT (the case's own) are
 taken as recorded. A rule limited to a kind of machine (``when:``) is judged by the facts the run's header recorded
-(``recipe_info.<recipe>.facts``), and one limited to versions (``versions:``) by the packages it recorded (its
-``packages``: a run on executorch 1.4.1 judged from a 1.5.1 install keeps its 1.4 rules), not by this machine's and
+(``recipe_info.<recipe>.facts``, and a record's own ``facts`` for the case source's rules: the zoo's), and one
+limited to versions (``versions:``) by the packages it recorded (its ``packages``: a run on executorch 1.4.1 judged
+from a 1.5.1 install keeps its 1.4 rules), not by this machine's and
 install's, unless ``--this-machine``. Prints each unexpected item, then per recipe its statuses and unexpected count.
 
 With ``--any-version``, an unexpected failure that a recipe's or its case source's (the zoo's) rule limited to
@@ -50,15 +51,18 @@ def main() -> int:
     recipes: dict[str, Recipe] = {}
     cases = _Cases()
     counts: Counter[tuple[str, str]] = Counter()
+    recorded: dict[str, Any] = {}
     unexpected: Counter[str] = Counter()
     with open(ns.results, encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
             if r.get("kind") == "header":
                 if not ns.this_machine:
-                    _use_run_facts(r)
+                    recorded = _use_run_facts(r)
                     _use_run_versions(r)
                 continue
+            if not ns.this_machine and isinstance(r.get("facts"), dict):  # the zoo's rules' facts, as the record kept them
+                recorded.update(r["facts"])
             if "status" not in r or "recipe" not in r:
                 continue
             if r["recipe"] not in recipes:
@@ -110,7 +114,7 @@ def own_message(r: dict[str, Any]) -> str:
     return f"{detail}\n{error['message']}" if error.get("message") else detail
 
 
-def _use_run_facts(header: dict[str, Any]) -> None:
+def _use_run_facts(header: dict[str, Any]) -> dict[str, Any]:
     """Judge ``when:`` rules by the machine facts the run recorded (a run from a machine of another kind is judged as
     it was there); a fact the header does not name (a run written before a rule named it) is asked here, and said so
     on stderr once: a run from a machine of another kind is then judged by this one's."""
@@ -133,6 +137,7 @@ def _use_run_facts(header: dict[str, Any]) -> None:
         return value
 
     harness.facts.fact = fact  # type: ignore[assignment]
+    return recorded
 
 
 def _use_run_versions(header: dict[str, Any]) -> None:

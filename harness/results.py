@@ -78,6 +78,8 @@ class Record(TypedDict, total=False):
     status: str  # a Status value
     detail: str  # one line: why
     error: dict[str, str]  # type, message, trace (tail)
+    facts: dict[str, str | None]  # the machine facts the case source's own rules for it are limited to (the zoo's
+                                   # `when:`), as they were: the recipe's own are in the header's recipe_info
     xfail: dict[str, str]  # the xfail rule that listed the item: reason, expects, status (when it failed as expected)
     triage: str  # a failure's first suspect: upstream | backend | infra | flake
     attempts: list[dict[str, Any]]  # --rerun-failures: [{attempt, status, detail}] of every attempt

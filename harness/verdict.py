@@ -156,6 +156,11 @@ def decide(item: Item, recipe: Recipe, outcome: Outcome, run_id: str, attempt: i
     rec["detail"] = (outcome.detail_prefix + detail)[:1000] if outcome.detail_prefix else detail
     if xfail is not None:
         rec["xfail"] = xfail
+    if not (status.did_not_run and status is not Status.LOWERED):  # as _apply_xfail: a source asked about the item
+        from harness.suites import case_facts
+
+        if facts := case_facts(item.case, item.axes.dtype, recipe):
+            rec["facts"] = facts
     owner = outcome.comparison.owner if outcome.comparison is not None else None
     if outcome.crash is not None and outcome.crash.cause:
         owner = "backend"  # the runtime's own fatal check said why: a bug there, not the machine

@@ -233,6 +233,30 @@ def test_a_rule_limited_to_a_machine_fact_holds_only_where_the_fact_has_that_val
     assert len(keys) == 4  # a cached result is reused only on a machine whose facts are the same
 
 
+def test_a_zoo_rule_s_machine_fact_is_in_the_record_and_the_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zoo's rules name facts the recipe's do not (TorchBench's MobileNetV3-large on `openvino-int8`, its program
+    under the floor where torch's oneDNN runs AMX): the record keeps them as they were, and a cache shared with a
+    machine of another kind misses."""
+    import harness.facts
+    from harness.recipes import load_recipe
+    from harness.runner.cache import ResultCache
+    from harness.suites import load_suites
+
+    case = next(c for c in load_suites(["zoo"]) if c.id == "zoo.torchbench.mobilenet_v3_large")
+    zoo_item, ov = Item(case, "openvino-int8", Axes("float32", "static")), load_recipe("openvino-int8")
+    assert "torch-onednn-isa" not in ov.facts()  # the recipe's own rules do not name it: only the zoo's
+    mismatch = Outcome(stages=(StageOutcome(Stage.RUN, 0.1),), comparison=Comparison(False, "max_abs 0.03", (), {}))
+    cache = ResultCache(tmp_path / "cache", {})
+    monkeypatch.setattr(harness.facts, "fact", lambda name: "amx" if name == "torch-onednn-isa" else "f32")
+    rec = decide(zoo_item, ov, mismatch, "run")
+    assert rec["facts"]["torch-onednn-isa"] == "amx"
+    cache.put(ov, rec)
+    assert cache.get(zoo_item, ov) == rec  # the same kind of machine: reused
+    monkeypatch.setattr(harness.facts, "fact", lambda name: "avx2" if name == "torch-onednn-isa" else "f32")
+    assert cache.get(zoo_item, ov) is None  # another kind (the recipe's own facts the same): run again
+    assert "facts" not in decide(item(recipe_name="openvino-int8"), ov, mismatch, "run")  # an operator: no source rules
+
+
 def test_a_machine_fact_is_asked_once_per_machine_and_library_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Asking imports the library (most of a second per `bti run`): the answer is kept on disk, keyed by the library's
     version and the CPU, so the next process reads it, and a new version asks again."""

@@ -13,6 +13,7 @@ deterministic outcomes are stored (not TIMEOUT, CRASH or ERROR). One small JSON 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,13 @@ class ResultCache:
             self._backend_code[name] = _backend_code(name)
         return self._backend_code[name]
 
-    def key(self, spec_hash: str, item_id: str, recipe: Recipe, seed: int) -> str:
+    def key(self, spec_hash: str, item_id: str, recipe: Recipe, seed: int, source_facts: Mapping[str, Any] | None = None) -> str:
         parts = {"spec": spec_hash, "id": item_id, "recipe": recipe.hash, "backend": self.backend_code(recipe),
                  "versions": self.versions, "seed": seed}
-        # a machine fact the recipe's rules are limited to (``when:``): a cache shared between machines of two kinds
-        # must not carry one's expected failure to the other
-        facts = recipe.facts()
+        # a machine fact the recipe's rules, or the case source's rules for the item (``source_facts``: the zoo's), are
+        # limited to (``when:``): a cache shared between machines of two kinds must not carry one's expected failure
+        # to the other
+        facts = {**recipe.facts(), **(source_facts or {})}
         if facts:
             parts["facts"] = facts
         return stable_hash(parts, length=32)
@@ -62,7 +64,9 @@ class ResultCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, item: Item, recipe: Recipe) -> Record | None:
-        path = self._path(self.key(item.case.spec_hash, item.id, recipe, item.seed))
+        from harness.suites import case_facts
+
+        path = self._path(self.key(item.case.spec_hash, item.id, recipe, item.seed, case_facts(item.case, item.axes.dtype, recipe)))
         try:
             rec: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -74,7 +78,7 @@ class ResultCache:
             return
         if lowered_xpass(record):  # its program never ran: it runs where its runtime appears, as a LOWERED item does
             return
-        key = self.key(record["spec_hash"], record["id"], recipe, record["seed"])
+        key = self.key(record["spec_hash"], record["id"], recipe, record["seed"], record.get("facts"))
         atomic_write_text(self._path(key), dumps(record))
 
 

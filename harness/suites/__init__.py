@@ -296,6 +296,16 @@ def case_judgement(case: Case, dtype: str, recipe: Any) -> Judgement:
     return src.judge(case, dtype, recipe) or Judgement()
 
 
+def case_facts(case: Case, dtype: str, recipe: Any) -> dict[str, str | None]:
+    """The machine facts the case source's own rules for this item are limited to (``when:``; the zoo's), as they are
+    here: what its verdict assumed besides the recipe's own (``Recipe.facts``). The record keeps them, and the result
+    cache keys on them, so a cache shared by machines of two kinds does not carry one's expected failure to the other."""
+    from harness.facts import fact
+
+    names = sorted({name for rule in case_judgement(case, dtype, recipe).rules for name, _ in rule.when})
+    return {name: fact(name) for name in names}
+
+
 def case_cost(case: Case, recipe: str | None = None) -> float:
     """Estimated seconds per item of ``case`` (shard balancing before durations are recorded): on ``recipe`` where the
     case's spec has a figure for it (``costs``, recipe name -> seconds: the zoo's, since one model takes seconds on
