@@ -5,6 +5,7 @@ source's cost."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
@@ -295,8 +296,10 @@ def test_every_hf_model_s_reference_says_something() -> None:
     assert not any(zero.values()), {k: v for k, v in zero.items() if v}
 
 
+@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("timm", "torchvision")),
+                    reason="timm and torchvision (the vision extra) are not installed in this venv")
 def test_every_tv_model_s_reference_says_something() -> None:
-    """The same for tv-models: torchvision's EfficientNet-B0 gave logits of 4e-13 and MobileNetV3-Small 4e-10 with
+    """The same for tv-models: torchvision's EfficientNet-B0 gave logits of 2e-13 and MobileNetV3-Small 9e-10 with
     batch norm's untrained statistics, which int8 quantizes to zero (the program's SQNR 0 dB: bti's case failed, not
     the scheme). Estimated on seeded batches, every row's logits reach at least 1e-2, as hf-models' do."""
     import torch
