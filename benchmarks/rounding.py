@@ -11,7 +11,10 @@ implementations of it.
 
 Each prints SQNR against the program as written (per tensor), and each against fp32. With ``--delegate`` the
 script's own lower, serialize, load and run follow, and the delegate's output is set against the program, the
-changed program and fp32.
+changed program and fp32. With ``--portable`` the program is lowered with no partitioner too and run on ExecuTorch's
+own portable and quantized kernels: a third implementation of the same program, set against the program and the
+delegate (where it is as far from the program as the delegate is, the program is ill-conditioned, and no delegate
+is shown at fault: torchvision's EfficientNet-B0 in tv-models, docs/measurements.md).
 
 A delegate that departs from its program by about what the change moves it cannot be told from that change by its
 output (ALBERT QA on XNNPACK static per-tensor: 4.7 dB against its program; ties moved it 5.5 dB from 0.0015 % of the
@@ -22,6 +25,7 @@ programs here), nothing moves and ``ties`` says nothing. Measures on the script'
     python benchmarks/rounding.py r.py
     python benchmarks/rounding.py --per-row --delegate r.py
     python benchmarks/rounding.py --per-row --delegate --noise r.py    # and how far float rounding alone moves it
+    python benchmarks/rounding.py --delegate --portable r.py           # and the runtime's own kernels, no delegate
 """
 
 from __future__ import annotations
@@ -113,6 +117,8 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--delegate", action="store_true", help="lower and run the program as the script does, and compare")
     ap.add_argument("--noise", action="store_true", help="with --per-row: also 1-ulp noise before each quantization "
                     "(a kernel's float arithmetic), three draws: how far float rounding alone moves the program")
+    ap.add_argument("--portable", action="store_true", help="with --delegate: also run the program with no partitioner, "
+                    "on ExecuTorch's portable and quantized kernels, and set it against the program and the delegate")
     args = ap.parse_args(argv)
     import copy
 
@@ -124,6 +130,8 @@ def main(argv: list[str]) -> None:
     torch.set_num_threads(1)
     if not g.get("QUANTIZED"):
         _refuse(f"{args.script}: not a quantized recipe's script")
+    if args.portable and not args.delegate:
+        _refuse("--portable sets the runtime's own kernels against the delegate: give --delegate too")
     if args.noise and not args.per_row:
         _refuse("--noise perturbs the per-row program: give --per-row too")
     if args.per_row and "per_row_program" not in g:
@@ -137,6 +145,12 @@ def main(argv: list[str]) -> None:
         edge = g["lower"](copy.deepcopy(qep))  # the program below stays as quantize returned it
         handle = g["load"](edge, g["serialize"](edge))
         delegate = g["run"](handle, g["mutated_inputs"](edge))
+    portable = None
+    if args.portable:  # the script's own calls, with no partitioner and on the ExecuTorch runtime whatever its recipe's
+        ns = g["lower"].__globals__  # the script's own namespace (run_path returns a copy of it)
+        ns["partitioners"], ns["RUNS_ON"] = (lambda: []), "pybind"
+        edge = g["lower"](copy.deepcopy(qep))
+        portable = g["run"](g["load"](edge, g["serialize"](edge)), g["mutated_inputs"](edge))
     with torch.no_grad():  # the program as written (per tensor, whatever the script's reference)
         program = g["leaves"](qep.module()(*g["clone"](g["RUN"])))
     m = qep.module()
@@ -177,6 +191,10 @@ def main(argv: list[str]) -> None:
                   f"gain along fp32 against the judge's reference ({'the per-row program' if args.per_row else 'the program as written'}) "
                   f"{gain_along(o, d if args.per_row else p, f):.4f}, "
                   f"{sqnr_db(o, f):.2f} dB from fp32")
+            if portable is not None and i < len(portable) and isinstance(portable[i], torch.Tensor):
+                q = portable[i]
+                print(f"output[{i}]: the portable kernels (no delegate) {sqnr_db(q, p):.2f} dB from the program, the delegate "
+                      f"{sqnr_db(o, q):.2f} dB from them, they {sqnr_db(q, f):.2f} dB from fp32")
 
 
 if __name__ == "__main__":
