@@ -12,8 +12,8 @@ message, as the verdict matched them. SKIP rules, capabilities and FAIL_EXPORT (
 taken as recorded. A rule limited to a kind of machine (``when:``) is judged by the facts the run's header recorded
 (``recipe_info.<recipe>.facts``, and a record's own ``facts`` for the case source's rules: the zoo's), and one
 limited to versions (``versions:``) by the packages it recorded (its ``packages``: a run on executorch 1.4.1 judged
-from a 1.5.1 install keeps its 1.4 rules), not by this machine's and
-install's, unless ``--this-machine``. Prints each unexpected item, then per recipe its statuses and unexpected count.
+from a 1.5.1 install keeps its 1.4 rules), not by this machine's and install's, unless ``--this-machine``. Prints each
+unexpected item, then per recipe its statuses and unexpected count.
 
 With ``--any-version``, an unexpected failure that a recipe's or its case source's (the zoo's) rule limited to
 other versions would name is printed with that rule's ``versions:`` and reason (``also on …``): the candidates for

@@ -64,7 +64,7 @@ import copy
 import fnmatch
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -272,10 +272,7 @@ class Recipe:
 
     def facts(self) -> dict[str, str | None]:
         """The machine facts its rules are limited to (``when:``), as they are here: what its verdicts assumed."""
-        from harness.facts import fact
-
-        names = sorted({name for rule in (*self.skip, *self.xfail, *self.expect) for name, _ in rule.when})
-        return {name: fact(name) for name in names}
+        return rule_facts((*self.skip, *self.xfail, *self.expect))
 
     def xfail_rules(self, key: str, suite: str = "", delegated: bool | None = None) -> list[Rule]:
         """Every xfail rule that lists the item, in file order."""
@@ -283,6 +280,14 @@ class Recipe:
 
     def expectation(self, key: str, suite: str = "") -> Rule | None:
         return next((rule for rule in self.expect if rule.applies(key, suite)), None)
+
+
+def rule_facts(rules: Iterable[Rule]) -> dict[str, str | None]:
+    """The machine facts ``rules`` are limited to (``when:``), each as it is here (``harness.facts.fact``)."""
+    from harness.facts import fact
+
+    names = sorted({name for rule in rules for name, _ in rule.when})
+    return {name: fact(name) for name in names}
 
 
 def case_rank(spec: Mapping[str, Any]) -> int | None:

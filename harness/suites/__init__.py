@@ -300,10 +300,9 @@ def case_facts(case: Case, dtype: str, recipe: Any) -> dict[str, str | None]:
     """The machine facts the case source's own rules for this item are limited to (``when:``; the zoo's), as they are
     here: what its verdict assumed besides the recipe's own (``Recipe.facts``). The record keeps them, and the result
     cache keys on them, so a cache shared by machines of two kinds does not carry one's expected failure to the other."""
-    from harness.facts import fact
+    from harness.recipes import rule_facts
 
-    names = sorted({name for rule in case_judgement(case, dtype, recipe).rules for name, _ in rule.when})
-    return {name: fact(name) for name in names}
+    return rule_facts(case_judgement(case, dtype, recipe).rules)
 
 
 def case_cost(case: Case, recipe: str | None = None) -> float:

@@ -46,7 +46,8 @@ def build_tv(case: Case, axes: Any, seed: int) -> Any:
     torch.manual_seed(seed)
     model = getattr(importlib.import_module(module_name), attr)(**kwargs).eval()
     # batch norm's untrained statistics (mean 0, variance 1) under random weights left EfficientNet-B0's logits at
-    # 2-4e-13 and MobileNetV3-Small's at 4-9e-10 (seeds 0 and 1234): int8 quantizes them to zero, so the int8 recipes could verify nothing.
+    # 2-4e-13 and MobileNetV3-Small's at 4-9e-10 (seeds 0 and 1234): int8 quantizes them to zero, so the int8 recipes
+    # could verify nothing.
     # Estimated on seeded batches as the zoo's are, but on more of them (the zoo's two batches of four left
     # EfficientNet-B0's last 2x2 stages 16 values a channel, and its logits at 108): docs/zoo.md
     calibrate = torch.Generator().manual_seed(seed + 1)
