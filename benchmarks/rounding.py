@@ -14,7 +14,9 @@ script's own lower, serialize, load and run follow, and the delegate's output is
 changed program and fp32. With ``--portable`` the program is lowered with no partitioner too and run on ExecuTorch's
 own portable and quantized kernels: a third implementation of the same program, set against the program and the
 delegate (where it is as far from the program as the delegate is, the program is ill-conditioned, and no delegate
-is shown at fault: torchvision's EfficientNet-B0 in tv-models, docs/measurements.md).
+is shown at fault: torchvision's EfficientNet-B0 in tv-models, docs/measurements.md). With ``--by-op`` (an XNNPACK
+script) the program is lowered once per kind of operator it holds, XNNPACK delegating that kind alone, and each output
+is set against the portable kernels': which operator's delegation departs from the program.
 
 A delegate that departs from its program by about what the change moves it cannot be told from that change by its
 output (ALBERT QA on XNNPACK static per-tensor: 4.7 dB against its program; ties moved it 5.5 dB from 0.0015 % of the
@@ -26,6 +28,7 @@ programs here), nothing moves and ``ties`` says nothing. Measures on the script'
     python benchmarks/rounding.py --per-row --delegate r.py
     python benchmarks/rounding.py --per-row --delegate --noise r.py    # and how far float rounding alone moves it
     python benchmarks/rounding.py --delegate --portable r.py           # and the runtime's own kernels, no delegate
+    python benchmarks/rounding.py --delegate --portable --by-op r.py   # and one operator delegated at a time
 """
 
 from __future__ import annotations
@@ -105,6 +108,57 @@ def _noise(g: dict[str, Any], m: Any, moved: list[Any], delegate: list[Any] | No
         print(line)
 
 
+def _by_op(g: dict[str, Any], ns: dict[str, Any], qep: Any, held: dict[str, int], portable: list[Any], fp32: list[Any]) -> None:
+    """Lower the program with XNNPACK's partitioner limited to one operator config at a time, for each config whose
+    operator the portable program holds (``held``: each operator's count), and print how far each such program's output is from the portable kernels'."""
+    import copy
+
+    import torch
+    from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    ns["partitioners"] = g["partitioners"]  # restored below: the script's own
+    parts = g["partitioners"]()
+    if len(parts) != 1 or type(parts[0]) is not XnnpackPartitioner:
+        _refuse("--by-op bisects XNNPACK's partitioner: the script's recipe does not lower with XnnpackPartitioner alone")
+    standalone = ("quantize_per_tensor", "dequantize_per_tensor", "quantize_affine", "dequantize_affine",
+                  "choose_qparams_affine")  # a delegated operator's own q/dq come with its config's pattern
+    configs = [c for c in ALL_PARTITIONER_CONFIGS
+               if c.target_name in held and not c.target_name.startswith(standalone)]
+
+    def sqnr_db(out: Any, ref: Any) -> float:
+        return float(g["sqnr_db"](out.double(), ref.double()))
+
+    for c in configs:
+        ns["partitioners"] = lambda c=c: [XnnpackPartitioner(configs=[c])]
+        try:
+            one = g["lower"](copy.deepcopy(qep))
+            delegated = sum(1 for n in one.exported_program().graph.nodes if n.op == "call_function"
+                            and "call_delegate" in str(n.target))
+            out = g["run"](g["load"](one, g["serialize"](one)), g["mutated_inputs"](one))
+        except Exception as e:  # one operator's lowering failing says which, and the others still run
+            print(f"only {c.target_name} delegated ({held[c.target_name]} in the program): {type(e).__name__}: "
+                  f"{str(e).splitlines()[0] if str(e) else ''}"[:300])
+            continue
+        for i, (o, q) in enumerate(zip(out, portable, strict=False)):
+            if isinstance(o, torch.Tensor) and o.is_floating_point() and isinstance(q, torch.Tensor):
+                print(f"only {c.target_name} delegated ({held[c.target_name]} in the program, {delegated} delegate "
+                      f"calls): output[{i}] {sqnr_db(o, q):.2f} dB from the portable kernels (max abs "
+                      f"{float((o - q).abs().max()):.4g}), gain along fp32 {gain_along(o, q, fp32[i]):.4f}")
+    ns["partitioners"] = lambda: []
+
+
+def _held(edge: Any) -> dict[str, int]:
+    """Each operator's count in a lowered program's graph, by XNNPACK's config names (aten.cat.default: cat.default);
+    read before serializing it, which rewrites the graph to out variants."""
+    held: dict[str, int] = {}
+    for n in edge.exported_program().graph.nodes:
+        if n.op == "call_function":
+            name = ".".join(getattr(n.target, "__name__", str(n.target)).split(".")[-2:])
+            held[name] = held.get(name, 0) + 1
+    return held
+
+
 def _refuse(line: str) -> None:
     print(f"rounding.py: {line}", file=sys.stderr)
     sys.exit(2)
@@ -119,6 +173,9 @@ def main(argv: list[str]) -> None:
                     "(a kernel's float arithmetic), three draws: how far float rounding alone moves the program")
     ap.add_argument("--portable", action="store_true", help="with --delegate: also run the program with no partitioner, "
                     "on ExecuTorch's portable and quantized kernels, and set it against the program and the delegate")
+    ap.add_argument("--by-op", action="store_true", help="with --portable, for an XNNPACK script: delegate one kind of "
+                    "operator at a time (XnnpackPartitioner's per-operator configs) and set each against the portable "
+                    "kernels: which operator's delegation moves the output")
     args = ap.parse_args(argv)
     import copy
 
@@ -132,6 +189,8 @@ def main(argv: list[str]) -> None:
         _refuse(f"{args.script}: not a quantized recipe's script")
     if args.portable and not args.delegate:
         _refuse("--portable sets the runtime's own kernels against the delegate: give --delegate too")
+    if args.by_op and not args.portable:
+        _refuse("--by-op sets each operator's delegation against the runtime's own kernels: give --delegate --portable too")
     if args.noise and not args.per_row:
         _refuse("--noise perturbs the per-row program: give --per-row too")
     if args.per_row and "per_row_program" not in g:
@@ -150,7 +209,10 @@ def main(argv: list[str]) -> None:
         ns = g["lower"].__globals__  # the script's own namespace (run_path returns a copy of it)
         ns["partitioners"], ns["RUNS_ON"] = (lambda: []), "pybind"
         edge = g["lower"](copy.deepcopy(qep))
+        held = _held(edge)
         portable = g["run"](g["load"](edge, g["serialize"](edge)), g["mutated_inputs"](edge))
+        if args.by_op:
+            _by_op(g, ns, qep, held, portable, fp32)
     with torch.no_grad():  # the program as written (per tensor, whatever the script's reference)
         program = g["leaves"](qep.module()(*g["clone"](g["RUN"])))
     m = qep.module()
