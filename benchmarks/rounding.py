@@ -51,7 +51,18 @@ def half_away(v: Any) -> Any:
     return torch.where((v - t).abs() == 0.5, t + torch.sign(v), torch.round(v))
 
 
-def _ties(m: Any, q: Any) -> tuple[int, list[float]]:
+def near_other_way(v: Any, eps: float) -> Any:
+    """``v`` rounded to the nearest integer, except that a value within ``eps`` of a tie (k + 0.5) goes to the other of
+    its two neighbours than torch.round (half to even) takes: what an implementation whose arithmetic is ``eps`` of a
+    step off may do to it."""
+    import torch
+
+    lo = torch.floor(v)
+    r = torch.round(v)
+    return torch.where(((v - lo) - 0.5).abs() < eps, torch.where(r == lo, lo + 1, lo), r)
+
+
+def _ties(m: Any, q: Any, near: float | None = None) -> tuple[int, list[float]]:
     import torch
 
     changed: list[float] = []
@@ -60,7 +71,8 @@ def _ties(m: Any, q: Any) -> tuple[int, list[float]]:
         even = q.default(x, scale, zp, qmin, qmax, dtype)
         # quantize_per_tensor's own arithmetic (torch.ao's _decomposed: float32 input * inv_scale), ties moved
         v = x.float() * (1.0 / float(scale))
-        out = torch.clamp(half_away(v) + int(zp), qmin, qmax).to(dtype).reshape(even.shape)
+        rounded = half_away(v) if near is None else near_other_way(v, near)
+        out = torch.clamp(rounded + int(zp), qmin, qmax).to(dtype).reshape(even.shape)
         changed.append(float((out != even).float().mean()))
         return out
 
@@ -219,6 +231,8 @@ def main(argv: list[str]) -> None:
                     "elements one step at a time, for each of the first --nodes nodes, three draws each: how far a "
                     "different integer implementation of one layer (a requantization that rounds a few elements the "
                     "other way) moves the program")
+    ap.add_argument("--near", type=float, metavar="EPS", help="instead of ties: every value within EPS of a step "
+                    "of a tie (k + 0.5) rounded to its other neighbour, at every quantize node at once")
     ap.add_argument("--nodes", type=int, default=3, help="with --steps: how many quantize nodes, in graph order")
     ap.add_argument("--by-op", action="store_true", help="with --portable, for an XNNPACK script: delegate one kind of "
                     "operator at a time (XnnpackPartitioner's per-operator configs) and set each against the portable "
@@ -272,7 +286,7 @@ def main(argv: list[str]) -> None:
         if not count:
             _refuse(f"{args.script}: no dynamically quantized activation (choose_qparams -> quantize -> dequantize)")
     else:
-        count, calls = _ties(m, torch.ops.quantized_decomposed.quantize_per_tensor)
+        count, calls = _ties(m, torch.ops.quantized_decomposed.quantize_per_tensor, args.near)
         m.recompile()
     with torch.no_grad():
         moved = g["leaves"](m(*g["clone"](g["RUN"])))
@@ -280,7 +294,7 @@ def main(argv: list[str]) -> None:
         what = "per row"
         print(f"{count} dynamic quantize/dequantize pairs quantized per row (XNNPACK's qd8)")
     else:
-        what = "ties away from zero"
+        what = "ties away from zero" if args.near is None else f"values within {args.near:g} step of a tie the other way"
         # the weights' own quantize nodes too where the recipe does not fold them (fold_quantize False)
         print(f"{count} quantize nodes, {len(calls)} calls; elements whose rounding changed per call: "
               f"mean {sum(calls) / max(len(calls), 1):.6%}, max {max(calls, default=0.0):.6%}")

@@ -82,6 +82,11 @@ def test_quantized_recipe_and_model(bti, tmp_path: Path) -> None:
         assert rec["outputs"][0]["quantized"]["gain_along"] == "fp32"  # a model's gain, measured along eager fp32
         moved = rec["outputs"][0]["quantized"]["program_self_sqnr_db"]  # measured for a model (judge.with_sensitivity)
         assert moved == "inf" or float(moved) > 20.0, moved  # a two-layer MLP barely moves under a one-step perturbation
+        near = rec["outputs"][0]["quantized"].get("program_near_tie_sqnr_db")  # judge.near_ties: a static quantize only
+        if "static" in rec["recipe"]:
+            assert near == "inf" or float(near) > 20.0, near  # nor when its near-ties round the other way
+        else:  # the dynamic recipe quantizes activations by quantize_per_tensor.tensor: nothing to move
+            assert near is None, near
         assert rec["accuracy"]["top1_agreement"] >= 0.5
         assert rec["accuracy"]["deterministic"] is True  # an ExecuTorch program runs twice too (through execute)
         assert rec["partition"]["delegated_pct"] > 50

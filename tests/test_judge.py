@@ -333,6 +333,53 @@ def test_a_models_program_is_measured_for_its_own_sensitivity_and_a_failure_says
     assert not still.ok and "its inputs moved one float step: unchanged from its own output" in still.message
 
 
+def test_a_static_program_is_measured_with_its_near_ties_rounded_the_other_way_and_a_failure_says_it() -> None:
+    """ShuffleNet v2's int8 program moves 11 dB when the values within 1e-3 of a step of a tie round the other way, as
+    far as XNNPACK is from it (docs/measurements.md), where its input moved one float step moves nothing. ``near_ties``
+    rounds so inside ``quantize_per_tensor`` alone; ``with_sensitivity`` measures it where a static quantize ran, and
+    a failure's detail says it beside the other figure."""
+    import torch
+    import torch.ao.quantization.fx._decomposed  # registers quantized_decomposed
+
+    from harness.judge import NEAR_TIE, QuantizedReference, _judge_quantized, _Outputs, compare, near_ties, with_sensitivity
+
+    q = torch.ops.quantized_decomposed.quantize_per_tensor.default
+    x = torch.tensor([2.5004, 2.4996, 2.6, 3.5, 2.5, -0.5003, 10.0, 300.0])
+    plain = q(x, 1.0, 0, -128, 127, torch.int8)
+    assert plain.tolist() == [3, 2, 3, 4, 2, -1, 10, 127]
+    with near_ties() as mode:
+        moved = q(x, 1.0, 0, -128, 127, torch.int8)
+        assert torch.equal(torch.ones(2) + 1, torch.full((2,), 2.0))  # other ops as they are
+    # within 1e-3 of a tie: the other neighbour (ties too: half to even's other one); the rest, and the clamp, as is
+    assert moved.tolist() == [2, 3, 3, 3, 3, 0, 10, 127] and moved.dtype == torch.int8 and mode.calls == 1
+    assert torch.equal(q(x, 1.0, 0, -128, 127, torch.int8), plain)  # outside the mode, the op's own
+    with near_ties(1e-5) as mode:
+        assert q(x, 1.0, 0, -128, 127, torch.int8).tolist() == [3, 2, 3, 3, 3, -1, 10, 127]
+
+    def program(inputs: Any) -> QuantizedReference:  # a static quantize and its dequantize, as a pt2e program runs them
+        return QuantizedReference((q(inputs[0], 1.0, 0, -128, 127, torch.int8).float() * 100.0,), (None,))
+
+    measured = with_sensitivity(program((x,)), program, (x,))
+    assert len(measured.near_tie_db) == 1 and measured.near_tie_db[0] < 60.0  # finite: five of eight values moved
+    whole = torch.tensor([1.1, 2.2, 3.3])
+    assert with_sensitivity(program((whole,)), program, (whole,)).near_tie_db == (float("inf"),)
+
+    def unquantized(inputs: Any) -> QuantizedReference:  # no static quantize ran: nothing measured, not "unchanged"
+        return QuantizedReference((inputs[0] * 2,), (None,))
+
+    assert with_sensitivity(unquantized((x,)), unquantized, (x,)).near_tie_db == ()
+    # the judge: a failing model output names both figures, in one clause
+    tol = {**QUANTIZED_DEFAULTS, **MODEL_QUANTIZED, "rule": "model", "sqnr_db": 10.0}
+    rng = np.random.default_rng(7)
+    f = rng.normal(size=200).astype(np.float32)
+    far = _Outputs([f + rng.normal(size=f.size).astype(np.float32) * 0.5])
+    ref = QuantizedReference((f,), (None,), sensitivity_db=(float("inf"),), near_tie_db=(11.25,))
+    judged = _judge_quantized(far, [f], dict(tol), ref, compare(far.arrays, [f], {}), [f])
+    assert not judged.ok and judged.outputs[0]["quantized"]["program_near_tie_sqnr_db"] == 11.25
+    assert f"its inputs moved one float step: unchanged from its own output, the lowest of 3 draws; values within {NEAR_TIE:g} " \
+        "step of a tie rounded the other way: 11.2 dB)" in judged.message, judged.message
+
+
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:
     assert triage(Status.FAIL_MISMATCH, None, False, "quantizer") == "quantizer"
     assert triage(Status.FAIL_MISMATCH, None, False, "backend") == "backend"

@@ -188,6 +188,19 @@ def test_the_rounding_probe_runs_a_scripts_quantized_program(run: Path) -> None:
     half_away = runpy.run_path(str(ROOT / "benchmarks" / "rounding.py"))["half_away"]
     v = torch.tensor([0.5, 1.5, 2.5, -2.5, -0.5, 0.49999997, -1.4999999, 2.4, 3.0])
     assert half_away(v).tolist() == [1.0, 2.0, 3.0, -3.0, -1.0, 0.0, -1.0, 2.0, 3.0]
+    # --near: values within EPS of a tie go to their other neighbour; --steps: one node's elements one step off, per node
+    proc = subprocess.run([sys.executable, "-c", block, str(ROOT / "benchmarks" / "rounding.py"), "--near", "0.001", "--steps",
+                           "0.05", "--nodes", "1", str(script)], cwd=script.parent, capture_output=True, text=True, timeout=600,
+                          env={**SCRIPT_ENV, "HOME": str(script.parent)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    stepped = re.search(r"^quantize node 0 \(\S+, \((\d+), (\d+)\)\): 5.00% of its elements one step off moves output\[0\] "
+                        r"(\S+), (\S+), (\S+) dB from the program \(3 draws\)$", proc.stdout, re.M)
+    assert stepped and all(float(v) < 200 for v in stepped.groups()[2:]), proc.stdout  # a step moved: a finite SQNR
+    assert len(re.findall(r"^quantize node ", proc.stdout, re.M)) == 1, proc.stdout  # --nodes 1
+    assert re.search(r"^output\[0\]: values within 0.001 step of a tie the other way moves the program \S+ dB from itself",
+                     proc.stdout, re.M), proc.stdout
+    near_other_way = runpy.run_path(str(ROOT / "benchmarks" / "rounding.py"))["near_other_way"]
+    assert near_other_way(torch.tensor([2.5004, 2.4996, 2.6, 3.5, -0.5003]), 1e-3).tolist() == [2.0, 3.0, 3.0, 3.0, 0.0]
 
 
 def test_an_operator_case_is_readable_source(run: Path) -> None:
