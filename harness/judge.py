@@ -480,7 +480,7 @@ def near_ties(eps: float = NEAR_TIE) -> Any:
 
     target = torch.ops.quantized_decomposed.quantize_per_tensor.default
 
-    class NearTies(TorchDispatchMode):
+    class NearTies(TorchDispatchMode):  # type: ignore[no-untyped-call]  (torch leaves it untyped)
         calls = 0  # how many quantizations it rounded (none: the program has no static quantize to move)
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -496,7 +496,7 @@ def near_ties(eps: float = NEAR_TIE) -> Any:
             rounded = torch.where(((v - lo) - 0.5).abs() < eps, torch.where(even == lo, lo + 1, lo), even)
             return torch.clamp(rounded + zero_point, qmin, qmax).to(dtype)
 
-    return NearTies()
+    return NearTies()  # type: ignore[no-untyped-call]
 
 
 def perturbed_inputs(inputs: Sequence[Any], draw: int) -> tuple[Any, ...] | None:
