@@ -480,7 +480,7 @@ def near_ties(eps: float = NEAR_TIE) -> Any:
 
     target = torch.ops.quantized_decomposed.quantize_per_tensor.default
 
-    class NearTies(TorchDispatchMode):  # type: ignore[no-untyped-call]  (torch leaves it untyped)
+    class NearTies(TorchDispatchMode):  # type: ignore[no-untyped-call]
         calls = 0  # how many quantizations it rounded (none: the program has no static quantize to move)
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
