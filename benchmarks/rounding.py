@@ -132,8 +132,7 @@ def _by_op(g: dict[str, Any], ns: dict[str, Any], qep: Any, held: dict[str, int]
     from executorch.backends.xnnpack.partition.config import ALL_PARTITIONER_CONFIGS
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
-    ns["partitioners"] = g["partitioners"]  # restored below: the script's own
-    parts = g["partitioners"]()
+    parts = g["partitioners"]()  # the script's own (run_path's copy: ``ns`` has the portable run's patch)
     if len(parts) != 1 or type(parts[0]) is not XnnpackPartitioner:
         _refuse("--by-op bisects XNNPACK's partitioner: the script's recipe does not lower with XnnpackPartitioner alone")
     standalone = ("quantize_per_tensor", "dequantize_per_tensor", "quantize_affine", "dequantize_affine",
@@ -160,7 +159,7 @@ def _by_op(g: dict[str, Any], ns: dict[str, Any], qep: Any, held: dict[str, int]
                 print(f"only {c.target_name} delegated ({held[c.target_name]} in the program, {delegated} delegate "
                       f"calls): output[{i}] {sqnr_db(o, q):.2f} dB from the portable kernels (max abs "
                       f"{float((o - q).abs().max()):.4g}), gain along fp32 {gain_along(o, q, fp32[i]):.4f}")
-    ns["partitioners"] = lambda: []
+    ns["partitioners"] = lambda: []  # as the portable run left it
 
 
 def _steps(g: dict[str, Any], m: Any, program: list[Any], rate: float, nodes: int) -> None:
@@ -252,6 +251,10 @@ def main(argv: list[str]) -> None:
         _refuse("--portable sets the runtime's own kernels against the delegate: give --delegate too")
     if args.by_op and not args.portable:
         _refuse("--by-op sets each operator's delegation against the runtime's own kernels: give --delegate --portable too")
+    if args.near is not None and args.per_row:
+        _refuse("--near moves a static program's near-ties; --per-row quantizes its dynamic activations per row: one or the other")
+    if args.nodes != 3 and args.steps is None:
+        _refuse("--nodes says how many quantize nodes --steps moves: give --steps too")
     if args.noise and not args.per_row:
         _refuse("--noise perturbs the per-row program: give --per-row too")
     if args.per_row and "per_row_program" not in g:

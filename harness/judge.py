@@ -520,11 +520,16 @@ def perturbed_inputs(inputs: Sequence[Any], draw: int) -> tuple[Any, ...] | None
 def with_sensitivity(qref: QuantizedReference, run: Callable[[tuple[Any, ...]], QuantizedReference],
                      inputs: Sequence[Any]) -> QuantizedReference:
     """``qref`` with its ``sensitivity_db``: ``run`` (what gave it) again on ``SENSITIVITY_DRAWS`` perturbed copies of
-    ``inputs``; and its ``near_tie_db``: ``run`` on ``inputs`` under ``near_ties``. Unmeasured (``qref`` as it is)
-    where it has no outputs, no input is floating point, or a draw fails (the near-tie figure alone where that run
-    fails)."""
+    ``inputs`` (unmeasured where no input is floating point, or a draw fails); and its ``near_tie_db``: ``run`` on a
+    copy of ``inputs`` under ``near_ties`` (unmeasured where no static quantize ran, or the run fails). Each is measured
+    on its own; ``inputs`` are never handed to ``run`` (a program may write into its inputs)."""
     if qref.error:
         return qref
+    return _near_tie(_input_steps(qref, run, inputs), run, inputs)
+
+
+def _input_steps(qref: QuantizedReference, run: Callable[[tuple[Any, ...]], QuantizedReference],
+                 inputs: Sequence[Any]) -> QuantizedReference:
     try:  # a figure for the triager, never a verdict: whatever fails here, the record keeps the reference it has
         draws = []
         for draw in range(SENSITIVITY_DRAWS):
@@ -533,9 +538,19 @@ def with_sensitivity(qref: QuantizedReference, run: Callable[[tuple[Any, ...]], 
             if again is None or again.error:
                 return qref
             draws.append(again.outputs)
-        qref = dataclasses.replace(qref, sensitivity_db=sensitivity(qref.outputs, draws))
+        return dataclasses.replace(qref, sensitivity_db=sensitivity(qref.outputs, draws))
+    except Exception:
+        return qref
+
+
+def _near_tie(qref: QuantizedReference, run: Callable[[tuple[Any, ...]], QuantizedReference],
+              inputs: Sequence[Any]) -> QuantizedReference:
+    try:  # as _input_steps: never a verdict
+        import torch
+
+        copies = tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in inputs)
         with near_ties() as mode:
-            again = run(tuple(inputs))
+            again = run(copies)
         if again.error or not mode.calls:
             return qref
         return dataclasses.replace(qref, near_tie_db=sensitivity(qref.outputs, [again.outputs]))

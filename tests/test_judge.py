@@ -355,6 +355,9 @@ def test_a_static_program_is_measured_with_its_near_ties_rounded_the_other_way_a
     assert torch.equal(q(x, 1.0, 0, -128, 127, torch.int8), plain)  # outside the mode, the op's own
     with near_ties(1e-5) as mode:
         assert q(x, 1.0, 0, -128, 127, torch.int8).tolist() == [3, 2, 3, 3, 3, -1, 10, 127]
+    with near_ties():  # the op's own scale and zero point: 1.2502 / 0.5 = 2.5004, then + 3
+        assert q(torch.tensor([1.2502, 1.3, -0.7501]), 0.5, 3, 0, 255, torch.uint8).tolist() == [5, 6, 2]
+    assert q(torch.tensor([1.2502, 1.3, -0.7501]), 0.5, 3, 0, 255, torch.uint8).tolist() == [6, 6, 1]
 
     def program(inputs: Any) -> QuantizedReference:  # a static quantize and its dequantize, as a pt2e program runs them
         return QuantizedReference((q(inputs[0], 1.0, 0, -128, 127, torch.int8).float() * 100.0,), (None,))
@@ -368,6 +371,28 @@ def test_a_static_program_is_measured_with_its_near_ties_rounded_the_other_way_a
         return QuantizedReference((inputs[0] * 2,), (None,))
 
     assert with_sensitivity(unquantized((x,)), unquantized, (x,)).near_tie_db == ()
+    ids = torch.tensor([5, 7])  # token ids: nothing for the input steps to move, a static quantize all the same
+
+    def embeds(inputs: Any) -> QuantizedReference:
+        return program((inputs[0].float() / 2.0 + 0.0004,))  # 2.5004, 3.5004: both within 1e-3 of a tie
+
+    by_ids = with_sensitivity(embeds((ids,)), embeds, (ids,))
+    assert by_ids.sensitivity_db == () and len(by_ids.near_tie_db) == 1 and by_ids.near_tie_db[0] < 60.0
+    calls: list[int] = []
+
+    def writes(inputs: Any, fail_at: int = 0) -> QuantizedReference:  # a program that writes into its input
+        calls.append(1)
+        if len(calls) == fail_at:
+            raise RuntimeError("the near-tie run failed")
+        inputs[0].add_(1.0)
+        return program(inputs)
+
+    mine = x.clone()
+    measured = with_sensitivity(program((x,)), writes, (mine,))
+    assert torch.equal(mine, x) and len(calls) == 4 and len(measured.near_tie_db) == 1  # never handed the caller's inputs
+    calls.clear()
+    kept = with_sensitivity(program((x,)), lambda inputs: writes(inputs, fail_at=4), (mine,))
+    assert len(kept.sensitivity_db) == 1 and kept.near_tie_db == ()  # the input steps kept where the near-tie run fails
     # the judge: a failing model output names both figures, in one clause
     tol = {**QUANTIZED_DEFAULTS, **MODEL_QUANTIZED, "rule": "model", "sqnr_db": 10.0}
     rng = np.random.default_rng(7)
