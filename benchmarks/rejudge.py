@@ -53,6 +53,7 @@ def main() -> int:
     counts: Counter[tuple[str, str]] = Counter()
     recorded: dict[str, Any] = {}
     unexpected: Counter[str] = Counter()
+    judged_by_record = False  # whether `when:` rules read ``recorded`` (a header's facts, and records' own)
     with open(ns.results, encoding="utf-8") as fh:
         for line in fh:
             r = json.loads(line)
@@ -60,7 +61,10 @@ def main() -> int:
                 if not ns.this_machine:
                     recorded = _use_run_facts(r)
                     _use_run_versions(r)
+                    judged_by_record = True
                 continue
+            if not ns.this_machine and not judged_by_record:  # no header (a file cut from a run): the records' own facts
+                recorded, judged_by_record = _use_run_facts({}), True  # still decide, and a fact none names is asked here
             if not ns.this_machine and isinstance(r.get("facts"), dict):  # the zoo's rules' facts, as the record kept them
                 recorded.update(r["facts"])
             if "status" not in r or "recipe" not in r:

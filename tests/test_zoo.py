@@ -542,6 +542,31 @@ def test_rejudge_holds_a_zoo_record_to_the_zoo_s_own_rules_on_its_unwrapped_mess
     assert "unexpected: FAIL_LOWER " + fnet + " 'lower: RuntimeError: something else'" in out.stdout
 
 
+def test_rejudge_without_a_header_judges_a_zoo_record_by_its_own_facts(tmp_path: Path) -> None:
+    """A file with no header (records cut from a run) still judges a zoo rule's ``when:`` by the facts each record kept
+    (``facts``), not by this machine's: TorchBench's MobileNetV3-large on `openvino-int8` is expected where torch's
+    oneDNN ran AMX only, so the same record is held on an `amx` record and unexpected on an `avx2` one, on any machine."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    item = "zoo.torchbench.mobilenet_v3_large[float32,static]@openvino-int8"
+    where = {"recipe": "openvino-int8", "suite": "zoo", "case": "zoo.torchbench.mobilenet_v3_large",
+             "axes": {"dtype": "float32", "shape": "static"}, "status": "FAIL_MISMATCH",
+             "detail": "quantizer: output[0]: the quantized program's SQNR against fp32 9.74 dB < floor 10 dB (the delegate "
+                       "matches its quantized program)"}
+    lines = {}
+    for isa in ("amx", "avx2"):
+        path = tmp_path / f"{isa}.jsonl"
+        path.write_text(json.dumps({"id": item, **where, "facts": {"torch-onednn-isa": isa}}) + "\n")
+        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rejudge.py"), str(path)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+        lines[isa] = (out.returncode, out.stdout.splitlines()[-1] if out.stdout else out.stderr)
+    assert lines == {"amx": (0, "openvino-int8: 0 unexpected (1 XFAIL)"),
+                     "avx2": (1, "openvino-int8: 1 unexpected (1 FAIL_MISMATCH)")}, lines
+
+
 def test_rejudge_says_bad_input_in_one_line(tmp_path: Path) -> None:
     """A results file that is not JSON lines, or a recipe whose rules file does not load: one line and exit 2."""
     import subprocess
