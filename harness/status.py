@@ -71,6 +71,12 @@ class Status(StrEnum):
         return self in (Status.SKIP, Status.LOWERED, Status.UNAVAILABLE, Status.BLOCKED)
 
     @property
+    def attempted(self) -> bool:
+        """Its backend was tried: it ran, failed, or was lowered for a runtime this machine lacks (LOWERED: its lowering
+        can meet a rule, and costs time); not SKIP, UNAVAILABLE or BLOCKED, which were never tried."""
+        return self not in (Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED)
+
+    @property
     def failed_before_run(self) -> bool:
         """Failed at a stage before its program ran: export, quantize, lower, serialize or load."""
         return self in _BEFORE_RUN

@@ -156,7 +156,7 @@ def decide(item: Item, recipe: Recipe, outcome: Outcome, run_id: str, attempt: i
     rec["detail"] = (outcome.detail_prefix + detail)[:1000] if outcome.detail_prefix else detail
     if xfail is not None:
         rec["xfail"] = xfail
-    if not (status.did_not_run and status is not Status.LOWERED):  # as _apply_xfail: a source asked about the item
+    if status.attempted:  # as _apply_xfail: a source asked about the item
         from harness.suites import case_facts
 
         if facts := case_facts(item.case, item.axes.dtype, recipe):
@@ -310,7 +310,7 @@ def _source_xfail(item: Item, recipe: Recipe) -> list[Rule]:
 
 def _apply_xfail(recipe: Recipe, item: Item, o: Outcome, status: Status, detail: str,
                  error: ErrorInfo | None) -> tuple[Status, str, dict[str, str] | None]:
-    if status.did_not_run and status is not Status.LOWERED:  # nothing to expect, nor to ask the case source (an
+    if not status.attempted:  # nothing to expect, nor to ask the case source (an
         return status, detail, None  # unavailable device may be unknown to torch)
     part = o.partition or {}
     delegated = None if not part.get("partitioned") else part.get("delegated_nodes", 0) > 0

@@ -62,6 +62,7 @@ def test_no_speedups_in_the_environment_reaches_the_plan(monkeypatch: pytest.Mon
 
 def test_every_status_has_one_display_group() -> None:
     assert {s for s in Status if s.did_not_run} == {Status.SKIP, Status.LOWERED, Status.UNAVAILABLE, Status.BLOCKED}
+    assert {s for s in Status if not s.attempted} == {Status.SKIP, Status.UNAVAILABLE, Status.BLOCKED}  # LOWERED was tried
     groups = {s: s.group for s in Status}
     assert groups[Status.PASS] is Group.PASS and groups[Status.PASS_UNDELEGATED] is Group.UNDELEGATED
     assert groups[Status.XFAIL] is Group.XFAIL and groups[Status.BLOCKED] is Group.SKIPPED

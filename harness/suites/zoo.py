@@ -536,7 +536,7 @@ def build(case: Case, axes: Any, seed: int) -> Any:
 def _a_cost(status: Status) -> bool:
     """Whether an item's time says what its row costs on its recipe: not if it never ran (but a program lowered for a
     runtime this machine lacks: the lowering is its cost), nor if it failed before its program ran."""
-    return not (status.did_not_run and status is not Status.LOWERED) and not status.failed_before_run
+    return status.attempted and not status.failed_before_run
 
 
 def measured_costs(results: Path) -> dict[str, dict[str, float]]:
