@@ -915,15 +915,15 @@ def _judge_quantized(got: _Outputs, fp32: list[NDArray[Any]], tol: dict[str, Any
             problem = f"{problem}; and {apart.removeprefix(path + ': ')}" if problem and apart else problem or apart
             moved = q.sensitivity_db[i] if i < len(q.sensitivity_db) else None
             near = q.near_tie_db[i] if i < len(q.near_tie_db) else None
+            said = []  # figures for the triager: the verdict stays the element bound's
             if moved is not None:
                 figures["program_self_sqnr_db"] = moved
-                if problem:  # a figure for the triager: the verdict stays the element bound's
-                    problem += f" (the program itself, its inputs moved one float step: {_db(moved)} from its own output, the lowest of {SENSITIVITY_DRAWS} draws"
-                    if near is not None:
-                        problem += f"; values within {NEAR_TIE:g} step of a tie rounded the other way: {_db(near)}"
-                    problem += ")"
-            if near is not None:
+                said.append(f"its inputs moved one float step: {_db(moved)} from its own output, the lowest of {SENSITIVITY_DRAWS} draws")
+            if near is not None:  # measured whatever the inputs (token ids too), so it may be said alone
                 figures["program_near_tie_sqnr_db"] = near
+                said.append(f"values within {NEAR_TIE:g} step of a tie rounded the other way: {_db(near)}")
+            if problem and said:
+                problem += f" (the program itself, {'; '.join(said)})"
         else:
             problem, figures = _check(path, o, r, {}, {"atol": 0.0, "rtol": 0.0}), {}
         entry["quantized"] = figures

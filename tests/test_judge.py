@@ -403,6 +403,11 @@ def test_a_static_program_is_measured_with_its_near_ties_rounded_the_other_way_a
     assert not judged.ok and judged.outputs[0]["quantized"]["program_near_tie_sqnr_db"] == 11.25
     assert f"its inputs moved one float step: unchanged from its own output, the lowest of 3 draws; values within {NEAR_TIE:g} " \
         "step of a tie rounded the other way: 11.2 dB)" in judged.message, judged.message
+    # token ids: no input-step figure, the near-tie one said alone
+    alone = _judge_quantized(far, [f], dict(tol), QuantizedReference((f,), (None,), near_tie_db=(11.25,)),
+                             compare(far.arrays, [f], {}), [f])
+    assert not alone.ok and f"(the program itself, values within {NEAR_TIE:g} step of a tie rounded the other way: 11.2 dB)" \
+        in alone.message and "program_self_sqnr_db" not in alone.outputs[0]["quantized"], alone.message
 
 
 def test_a_failure_only_of_the_quality_floor_is_the_quantizers() -> None:
